@@ -1,0 +1,5 @@
+"""Clean-room rebuild of GenomonMutationFilter (``mutfilter``): realignment, indel,
+breakpoint and simplerepeat filters over Genomon anno tables, reading BAMs in-process with pysam.
+"""
+
+__version__ = "0.4.1+genomon_smk"

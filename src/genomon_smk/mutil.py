@@ -1,0 +1,154 @@
+"""`mutil filter`: clean-room filter of the final Genomon mutation table (anno/TSV mode).
+
+Built from the facts in genomon-tools-spec.md section 5 (no upstream code). ``#`` meta lines
+and the header are copied; threshold columns are located by header name and a column that is
+absent does not filter. A row is kept iff every present column passes, OR its
+``score(hotspot)`` is not ``---``, OR its (Chr, Start, End, Ref, Alt) is in the hotspot DB.
+
+Usage::
+
+    mutil filter -i result.txt -o result.filt.txt [--fish_pval 1.0 --realign_pval 1.0
+        --eb_pval 4.0 --tcount 4 --ncount 2 --post10q 0.1 --r_post10q 0.1 --count 4]
+        [--hotspot_db hotspot.txt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import operator
+import sys
+from dataclasses import dataclass
+from typing import Callable, Iterable, TextIO
+
+MISSING = "---"
+HOTSPOT_COLUMN = "score(hotspot)"
+
+
+@dataclass(frozen=True)
+class ColumnRule:
+    """Threshold on one named column.
+
+    compare(value, threshold) must hold; if missing_fails, a ``---`` value fails the rule
+    (otherwise a non-numeric value fails too, since it cannot be compared).
+    """
+
+    column: str
+    option: str
+    compare: Callable[[float, float], bool]
+    missing_fails: bool
+
+
+RULES = [
+    ColumnRule("P-value(fisher)", "fish_pval", operator.ge, False),
+    ColumnRule("P-value(EBCall)", "eb_pval", operator.ge, False),
+    ColumnRule("P-value(fisher_realignment)", "realign_pval", operator.ge, True),
+    ColumnRule("variantPairNum_tumor", "tcount", operator.ge, True),
+    ColumnRule("variantPairNum_normal", "ncount", operator.le, True),
+    ColumnRule("10%_posterior_quantile", "post10q", operator.ge, False),
+    ColumnRule("10%_posterior_quantile(realignment)", "r_post10q", operator.ge, True),
+    ColumnRule("variantPairNum", "count", operator.ge, True),
+]
+
+
+def value_passes(value: str, threshold: float, rule: ColumnRule) -> bool:
+    """Whether one cell passes its rule (``---`` and non-numbers cannot pass)."""
+    if value == MISSING and rule.missing_fails:
+        return False
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    return rule.compare(number, threshold)
+
+
+def hotspot_key(cells: list[str]) -> tuple[str, str, str, str, str]:
+    """(Chr, Start, End, REF upper, ALT upper) from the first five cells."""
+    return cells[0], cells[1], cells[2], cells[3].upper(), cells[4].upper()
+
+
+def read_hotspot_db(path: str) -> set[tuple[str, str, str, str, str]]:
+    """Keys of a hotspot DB (TSV, first five columns; ``#`` lines skipped; .gz accepted)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    keys = set()
+    with opener(path, "rt") as handle:
+        for line in handle:
+            if line.startswith("#") or not line.strip():
+                continue
+            cells = line.rstrip("\r\n").split("\t")
+            if len(cells) >= 5:
+                keys.add(hotspot_key(cells))
+    return keys
+
+
+def make_row_filter(header: list[str], thresholds: dict[str, float],
+                    hotspots: set | None = None) -> Callable[[list[str]], bool]:
+    """A predicate over a row's cells for the given header (columns located by name)."""
+    active = [(header.index(rule.column), thresholds[rule.option], rule)
+              for rule in RULES if rule.column in header]
+    hotspot_index = header.index(HOTSPOT_COLUMN) if HOTSPOT_COLUMN in header else None
+    hotspots = hotspots or set()
+
+    def keep(cells: list[str]) -> bool:
+        if hotspot_index is not None and hotspot_index < len(cells) \
+                and cells[hotspot_index] != MISSING:
+            return True
+        if hotspots and len(cells) >= 5 and hotspot_key(cells) in hotspots:
+            return True
+        return all(value_passes(cells[index] if index < len(cells) else MISSING, threshold, rule)
+                   for index, threshold, rule in active)
+
+    return keep
+
+
+def filter_table(lines: Iterable[str], out: TextIO, thresholds: dict[str, float],
+                 hotspots: set | None = None) -> tuple[int, int]:
+    """Copy meta lines and the header, write the rows that pass; returns (kept, total)."""
+    keep = None
+    kept = total = 0
+    for line in lines:
+        if keep is None:
+            out.write(line if line.endswith("\n") else line + "\n")
+            if not line.startswith("#"):
+                keep = make_row_filter(line.rstrip("\r\n").split("\t"), thresholds, hotspots)
+            continue
+        if not line.strip():
+            continue
+        total += 1
+        if keep(line.rstrip("\r\n").split("\t")):
+            out.write(line if line.endswith("\n") else line + "\n")
+            kept += 1
+    return kept, total
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `mutil filter` command line (permissive defaults)."""
+    parser = argparse.ArgumentParser(prog="mutil")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    sub = subparsers.add_parser("filter", help="filter a Genomon mutation result table")
+    sub.add_argument("-i", "--input", required=True)
+    sub.add_argument("-o", "--output", required=True)
+    sub.add_argument("--fish_pval", type=float, default=0.0)
+    sub.add_argument("--realign_pval", type=float, default=0.0)
+    sub.add_argument("--eb_pval", type=float, default=0.0)
+    sub.add_argument("--tcount", type=int, default=-1)
+    sub.add_argument("--ncount", type=int, default=1000000)
+    sub.add_argument("--post10q", type=float, default=0.0)
+    sub.add_argument("--r_post10q", type=float, default=0.0)
+    sub.add_argument("--count", type=int, default=-1)
+    sub.add_argument("--hotspot_db", default=None)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `mutil` console script."""
+    args = build_parser().parse_args(argv)
+    thresholds = {rule.option: float(getattr(args, rule.option)) for rule in RULES}
+    hotspots = read_hotspot_db(args.hotspot_db) if args.hotspot_db else None
+    with open(args.input) as source, open(args.output, "w") as out:
+        filter_table(source, out, thresholds, hotspots)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""Regions: the unit of the markdup and mutation stages (Genomon's chr dirs / interval list).
+
+A region is one or more intervals of the reference, in reference order; every base of every
+contig belongs to exactly one region, and one extra region, `unmapped`, holds the reads that
+have no coordinate. Regions come from the reference .fai (one per contig, long contigs cut,
+runs of small contigs packed together) or from a file (BED, or Genomon's interval list).
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import math
+import sys
+from dataclasses import dataclass
+
+UNMAPPED = "unmapped"
+
+
+@dataclass(frozen=True)
+class Interval:
+    contig: str
+    start: int  # 0-based, inclusive
+    end: int  # 0-based, exclusive
+
+    def samtools(self) -> str:
+        """The interval in samtools' 1-based inclusive `chr:start-end` form."""
+        return f"{self.contig}:{self.start + 1}-{self.end}"
+
+
+@dataclass(frozen=True)
+class Region:
+    name: str
+    intervals: tuple[Interval, ...]
+
+    @property
+    def is_unmapped(self) -> bool:
+        return not self.intervals
+
+
+def read_fai(path: str) -> list[tuple[str, int]]:
+    """(contig, length) pairs of a FASTA index, in reference order."""
+    contigs = []
+    with open(path) as handle:
+        for line in handle:
+            if line.strip():
+                name, length = line.split("\t")[:2]
+                contigs.append((name, int(length)))
+    return contigs
+
+
+def region_name(index: int) -> str:
+    return f"r{index:04d}"
+
+
+def cut_contig(contig: str, length: int, max_length: int) -> list[Interval]:
+    """Cut a contig into equal pieces no longer than max_length."""
+    pieces = max(1, math.ceil(length / max_length))
+    bounds = [round(i * length / pieces) for i in range(pieces + 1)]
+    return [Interval(contig, bounds[i], bounds[i + 1]) for i in range(pieces)]
+
+
+def derive_regions(contigs: list[tuple[str, int]], max_length: int, pack_bp: int) -> list[Region]:
+    """Regions from the .fai: long contigs cut at max_length; consecutive contigs shorter than
+    pack_bp share a region until it holds pack_bp bases; the unmapped region last."""
+    groups: list[list[Interval]] = []
+    packing: list[Interval] = []
+    packed_bp = 0
+    for contig, length in contigs:
+        if length < pack_bp:
+            packing.append(Interval(contig, 0, length))
+            packed_bp += length
+            if packed_bp >= pack_bp:
+                groups.append(packing)
+                packing, packed_bp = [], 0
+            continue
+        if packing:
+            groups.append(packing)
+            packing, packed_bp = [], 0
+        groups.extend([piece] for piece in cut_contig(contig, length, max_length))
+    if packing:
+        groups.append(packing)
+    regions = [Region(region_name(i + 1), tuple(group)) for i, group in enumerate(groups)]
+    return regions + [Region(UNMAPPED, ())]
+
+
+def parse_region_file(path: str) -> list[list[Interval]]:
+    """Interval groups from a BED file (`contig start end [name]`, 0-based; lines with the same
+    name form one region, else one region per line) or a Genomon interval list (one region per
+    line, `chr:start-end` 1-based, several joined by commas)."""
+    groups: dict[str, list[Interval]] = {}
+    with open(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.strip()
+            if not line or line.startswith(("#", "track", "browser")):
+                continue
+            fields = line.split("\t")
+            try:
+                if len(fields) >= 3:
+                    interval = Interval(fields[0], int(fields[1]), int(fields[2]))
+                    groups.setdefault(fields[3] if len(fields) > 3 else f"line{number}", []).append(interval)
+                else:
+                    intervals = []
+                    for item in fields[0].split(","):
+                        contig, _, span = item.rpartition(":")
+                        start, end = span.split("-")
+                        intervals.append(Interval(contig, int(start) - 1, int(end)))
+                    groups[f"line{number}"] = intervals
+            except ValueError:
+                raise ValueError(f"{path}:{number}: not a BED line nor a chr:start-end interval: {line!r}") from None
+    return list(groups.values())
+
+
+def check_coverage(groups: list[list[Interval]], contigs: list[tuple[str, int]], source: str) -> list[str]:
+    """Problems with region intervals: unknown contigs, out of bounds, overlaps, gaps."""
+    lengths = dict(contigs)
+    problems = []
+    per_contig: dict[str, list[Interval]] = {}
+    for group in groups:
+        for interval in group:
+            if interval.contig not in lengths:
+                problems.append(f"{source}: contig '{interval.contig}' is not in the reference")
+            elif not 0 <= interval.start < interval.end <= lengths[interval.contig]:
+                problems.append(
+                    f"{source}: {interval.samtools()} is outside {interval.contig} (length {lengths[interval.contig]})"
+                )
+            else:
+                per_contig.setdefault(interval.contig, []).append(interval)
+    for contig, length in contigs:
+        covered = 0
+        for interval in sorted(per_contig.get(contig, []), key=lambda i: i.start):
+            if interval.start < covered:
+                problems.append(f"{source}: {interval.samtools()} overlaps another region")
+            elif interval.start > covered:
+                problems.append(f"{source}: {contig}:{covered + 1}-{interval.start} is in no region")
+            covered = max(covered, interval.end)
+        if covered < length:
+            problems.append(f"{source}: {contig}:{covered + 1}-{length} is in no region")
+    return problems
+
+
+def regions_from_file(path: str, contigs: list[tuple[str, int]]) -> list[Region]:
+    """Regions from a file, checked to cover the reference exactly once, in reference order."""
+    groups = parse_region_file(path)
+    problems = check_coverage(groups, contigs, path)
+    if problems:
+        raise ValueError("\n".join(problems[:20]) + ("\n..." if len(problems) > 20 else ""))
+    order = {contig: i for i, (contig, _) in enumerate(contigs)}
+    for group in groups:
+        group.sort(key=lambda i: (order[i.contig], i.start))
+    groups.sort(key=lambda g: (order[g[0].contig], g[0].start))
+    regions = [Region(region_name(i + 1), tuple(g)) for i, g in enumerate(groups)]
+    return regions + [Region(UNMAPPED, ())]
+
+
+def make_regions(fai: str, region_file: str | None, max_length: int, pack_bp: int) -> list[Region]:
+    contigs = read_fai(fai)
+    if region_file:
+        return regions_from_file(region_file, contigs)
+    return derive_regions(contigs, max_length, pack_bp)
+
+
+def write_regions(regions: list[Region], out) -> None:
+    """The region table: `region contig start end` (0-based, half-open), one row per interval."""
+    out.write("region\tcontig\tstart\tend\n")
+    for region in regions:
+        if region.is_unmapped:
+            out.write(f"{region.name}\t*\t0\t0\n")
+        for interval in region.intervals:
+            out.write(f"{region.name}\t{interval.contig}\t{interval.start}\t{interval.end}\n")
+
+
+def read_regions(path: str) -> list[Region]:
+    """Inverse of write_regions."""
+    order: dict[str, list[Interval]] = {}
+    with open(path) as handle:
+        next(handle)
+        for line in handle:
+            name, contig, start, end = line.rstrip("\n").split("\t")
+            intervals = order.setdefault(name, [])
+            if contig != "*":
+                intervals.append(Interval(contig, int(start), int(end)))
+    return [Region(name, tuple(intervals)) for name, intervals in order.items()]
+
+
+class RegionLookup:
+    """Finds the region of a read from its reference name and 0-based position."""
+
+    def __init__(self, regions: list[Region]):
+        self.names = [r.name for r in regions]
+        self.unmapped = next(i for i, r in enumerate(regions) if r.is_unmapped)
+        starts: dict[str, list[tuple[int, int]]] = {}
+        for index, region in enumerate(regions):
+            for interval in region.intervals:
+                starts.setdefault(interval.contig, []).append((interval.start, index))
+        self.contigs = set(starts)
+        self._starts = {c: [s for s, _ in sorted(v)] for c, v in starts.items()}
+        self._index = {c: [i for _, i in sorted(v)] for c, v in starts.items()}
+
+    def index(self, contig: str | None, position: int) -> int:
+        """Region index for a read placed at (contig, position); reads without a place go to unmapped."""
+        if contig is None or position < 0:
+            return self.unmapped
+        starts = self._starts[contig]
+        return self._index[contig][bisect.bisect_right(starts, position) - 1]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Write the region table used by the markdup and mutation stages.")
+    parser.add_argument("--fai", required=True, help="reference .fai")
+    parser.add_argument("--region-file", help="BED or Genomon interval list (default: derive from the .fai)")
+    parser.add_argument("--max-length", type=int, required=True)
+    parser.add_argument("--pack-bp", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    regions = make_regions(args.fai, args.region_file, args.max_length, args.pack_bp)
+    with open(args.out, "w") as out:
+        write_regions(regions, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

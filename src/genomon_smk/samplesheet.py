@@ -1,0 +1,316 @@
+"""Read and check the cohort description: samples (one row per lane), pairs and control panels.
+
+Two input forms give the same `Cohort`: the workflow's own TSV tables (`samples`, `pairs`,
+`control_panels` config keys) and Genomon's classic sample sheet (`genomon_sample_sheet`).
+Every problem is reported as an `InputError` naming the file, line and field, and all problems
+found are reported together, so a user fixes the sheet in one go.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from dataclasses import dataclass, field
+
+import jsonschema
+import yaml
+
+# Names reach file paths and shell command lines: allow only characters that need no quoting.
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+DEFAULT_PLATFORM = "ILLUMINA"
+
+
+class InputError(Exception):
+    """Bad user input; the message lists every problem, one per line."""
+
+
+@dataclass(frozen=True)
+class Where:
+    """A place in an input file, for error messages."""
+
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Lane:
+    sample: str
+    fq1: str
+    fq2: str
+    platform: str
+    library: str
+    where: Where
+
+
+@dataclass(frozen=True)
+class Pair:
+    tumor: str
+    normal: str | None
+    panel: str | None
+    where: Where
+
+
+@dataclass
+class Cohort:
+    lanes: dict[str, list[Lane]] = field(default_factory=dict)
+    pairs: list[Pair] = field(default_factory=list)
+    panels: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def samples(self) -> list[str]:
+        return list(self.lanes)
+
+    def read_group(self, sample: str) -> dict[str, str]:
+        """The SAM read group of a sample: all its lanes share platform and library (checked)."""
+        first = self.lanes[sample][0]
+        return {"ID": sample, "SM": sample, "PL": first.platform, "LB": first.library}
+
+
+class Problems:
+    """Collects problems so that all of them are reported at once."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def add(self, where: Where | str, text: str) -> None:
+        self.messages.append(f"{where}: {text}")
+
+    def raise_if_any(self) -> None:
+        if self.messages:
+            raise InputError("\n".join(self.messages))
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot be used as a sample or panel name, or None if it can."""
+    if not name:
+        return "is empty"
+    if ".." in name or not SAFE_NAME.match(name):
+        return (
+            f"{name!r} is not a safe name: use letters, digits, '.', '_' and '-' only "
+            "(no spaces, '/', '..', quotes, '$', ';'), starting with a letter or digit"
+        )
+    return None
+
+
+def resolve(path: str, base: str | os.PathLike) -> str:
+    """`path` made absolute against `base` (a directory) unless it already is."""
+    expanded = os.path.expanduser(os.path.expandvars(path))
+    return os.path.normpath(os.path.join(base, expanded))
+
+
+def _read_tsv(path: str, schema: dict, problems: Problems):
+    """Yield (Where, row dict) for each data row of a tab-separated table with a header line
+    whose rows pass the JSON schema (a row's problems are reported and the row skipped)."""
+    required = schema["required"]
+    optional = [c for c in schema["properties"] if c not in required]
+    validator = jsonschema.Draft202012Validator(schema)
+    with open(path, newline="") as handle:
+        lines = [(n, line) for n, line in enumerate(handle, start=1)]
+    rows = [(n, line) for n, line in lines if line.strip() and not line.startswith("#")]
+    if not rows:
+        problems.add(Where(path, 1), f"no header line (expected columns: {', '.join(required)})")
+        return
+    header_line, header = rows[0][0], next(csv.reader([rows[0][1]], delimiter="\t"))
+    header = [h.strip() for h in header]
+    missing = [c for c in required if c not in header]
+    if missing:
+        problems.add(Where(path, header_line), f"missing column(s): {', '.join(missing)} (header is: {', '.join(header)})")
+        return
+    unknown = [c for c in header if c not in required + optional]
+    if unknown:
+        problems.add(
+            Where(path, header_line),
+            f"unknown column(s): {', '.join(unknown)} (allowed: {', '.join(required + optional)})",
+        )
+    for number, line in rows[1:]:
+        cells = [c.strip() for c in next(csv.reader([line.rstrip("\n")], delimiter="\t"))]
+        if len(cells) > len(header):
+            problems.add(Where(path, number), f"{len(cells)} cells but the header has {len(header)} columns")
+            continue
+        row = {column: cell for column, cell in zip(header, cells) if column in schema["properties"]}
+        errors = list(validator.iter_errors(row))
+        for error in errors:
+            column = error.path[0] if error.path else None
+            problems.add(Where(path, number), f"field '{column}': {error.message}" if column else error.message)
+        if not errors:
+            yield Where(path, number), row
+
+
+def read_samples(path: str, schema: dict, problems: Problems) -> dict[str, list[Lane]]:
+    """The samples table: `sample fq1 fq2 [platform] [library]`, one row per lane."""
+    lanes: dict[str, list[Lane]] = {}
+    base = os.path.dirname(os.path.abspath(path))
+    for where, row in _read_tsv(path, schema, problems):
+        sample = row["sample"]
+        lane = Lane(
+            sample=sample,
+            fq1=resolve(row["fq1"], base),
+            fq2=resolve(row["fq2"], base),
+            platform=row.get("platform") or DEFAULT_PLATFORM,
+            library=row.get("library") or sample,
+            where=where,
+        )
+        lanes.setdefault(sample, []).append(lane)
+    return lanes
+
+
+def read_pairs(path: str, schema: dict, problems: Problems) -> list[Pair]:
+    """The pairs table: `tumor normal panel` (normal and panel may be empty)."""
+    pairs = []
+    for where, row in _read_tsv(path, schema, problems):
+        pairs.append(Pair(row["tumor"], row.get("normal") or None, row.get("panel") or None, where))
+    return pairs
+
+
+GENOMON_SECTIONS = {"fastq", "bam_tofastq", "bam_import", "mutation_call", "sv_detection", "qc", "summary", "controlpanel"}
+SUPPORTED_SECTIONS = {"fastq", "mutation_call", "controlpanel"}
+
+
+def read_genomon_sheet(path: str, problems: Problems, platform: str = DEFAULT_PLATFORM) -> Cohort:
+    """Genomon's classic sample sheet (.csv, or tab-separated .tsv/.txt) with [fastq],
+    [mutation_call] and [controlpanel] sections; `;` separates several files of one mate."""
+    delimiter = "," if path.endswith(".csv") else "\t"
+    base = os.path.dirname(os.path.abspath(path))
+    cohort = Cohort()
+    section = None
+    with open(path, newline="") as handle:
+        for number, cells in enumerate(csv.reader(handle, delimiter=delimiter), start=1):
+            where = Where(path, number)
+            cells = [c.strip() for c in cells]
+            while cells and not cells[-1]:
+                cells.pop()
+            if not cells or cells[0].startswith("#"):
+                continue
+            header = re.fullmatch(r"\[(\w+)\]", cells[0])
+            if header and len(cells) == 1:
+                section = header.group(1).lower()
+                if section not in GENOMON_SECTIONS:
+                    problems.add(where, f"unknown section [{section}]")
+                elif section not in SUPPORTED_SECTIONS:
+                    problems.add(where, f"section [{section}] is not supported by genomon-smk (supported: fastq, mutation_call, controlpanel)")
+                continue
+            if section == "fastq":
+                if len(cells) != 3:
+                    problems.add(where, f"[fastq] rows have 3 cells (sample, R1, R2), found {len(cells)}")
+                    continue
+                sample, r1, r2 = cells
+                if sample in cohort.lanes:
+                    problems.add(where, f"sample '{sample}' is defined twice in [fastq]")
+                    continue
+                r1s, r2s = r1.split(";"), r2.split(";")
+                if len(r1s) != len(r2s):
+                    problems.add(where, f"sample '{sample}': {len(r1s)} R1 file(s) but {len(r2s)} R2 file(s)")
+                    continue
+                cohort.lanes[sample] = [
+                    Lane(sample, resolve(a, base), resolve(b, base), platform, sample, where) for a, b in zip(r1s, r2s)
+                ]
+            elif section == "mutation_call":
+                tumor, normal, panel = (cells + ["", ""])[:3]
+                none = {"", "None"}
+                cohort.pairs.append(
+                    Pair(tumor, None if normal in none else normal, None if panel in none else panel, where)
+                )
+            elif section == "controlpanel":
+                if len(cells) < 2:
+                    problems.add(where, "[controlpanel] rows name a panel and at least one sample")
+                    continue
+                if cells[0] in cohort.panels:
+                    problems.add(where, f"panel '{cells[0]}' is defined twice")
+                cohort.panels[cells[0]] = cells[1:]
+            elif section is None:
+                problems.add(where, "data before the first [section] line")
+    return cohort
+
+
+def check_cohort(cohort: Cohort, problems: Problems, panels_where: str = "control_panels") -> None:
+    """Checks a schema cannot express: safe unique names, known references, readable distinct files."""
+    seen_files: dict[str, Where] = {}
+    for sample, lanes in cohort.lanes.items():
+        first = lanes[0]
+        problem = name_problem(sample)
+        if problem:
+            problems.add(first.where, f"field 'sample': {problem}")
+        for lane in lanes:
+            for column in ("platform", "library"):
+                problem = name_problem(getattr(lane, column))
+                if problem:
+                    problems.add(lane.where, f"field '{column}': {problem}")
+            if (lane.platform, lane.library) != (first.platform, first.library):
+                problems.add(
+                    lane.where,
+                    f"sample '{sample}': every lane needs the same platform and library "
+                    f"(first lane at {first.where} has {first.platform}/{first.library})",
+                )
+            if lane.fq1 == lane.fq2:
+                problems.add(lane.where, f"fq1 and fq2 are the same file: {lane.fq1}")
+            for column, fastq in (("fq1", lane.fq1), ("fq2", lane.fq2)):
+                if fastq in seen_files:
+                    problems.add(lane.where, f"field '{column}': {fastq} is already used at {seen_files[fastq]}")
+                    continue
+                seen_files[fastq] = lane.where
+                if not os.path.isfile(fastq):
+                    problems.add(lane.where, f"field '{column}': file not found: {fastq}")
+                elif not os.access(fastq, os.R_OK):
+                    problems.add(lane.where, f"field '{column}': file not readable: {fastq}")
+    for panel, members in cohort.panels.items():
+        problem = name_problem(panel)
+        if problem:
+            problems.add(panels_where, f"panel name: {problem}")
+        for member in members:
+            if member not in cohort.lanes:
+                problems.add(panels_where, f"panel '{panel}' names unknown sample '{member}'")
+        if len(set(members)) != len(members):
+            problems.add(panels_where, f"panel '{panel}' names a sample twice")
+    tumors: dict[str, Where] = {}
+    for pair in cohort.pairs:
+        if pair.tumor in tumors:
+            problems.add(pair.where, f"tumor '{pair.tumor}' already has a row at {tumors[pair.tumor]}")
+        tumors[pair.tumor] = pair.where
+        for column, sample in (("tumor", pair.tumor), ("normal", pair.normal)):
+            if sample is not None and sample not in cohort.lanes:
+                problems.add(pair.where, f"field '{column}': unknown sample '{sample}' (not in the samples table)")
+        if pair.normal is not None and pair.normal == pair.tumor:
+            problems.add(pair.where, "tumor and normal are the same sample")
+        if pair.panel is not None and pair.panel not in cohort.panels:
+            problems.add(pair.where, f"field 'panel': unknown control panel '{pair.panel}'")
+
+
+def load_cohort(
+    schema_dir: str,
+    samples: str | None = None,
+    pairs: str | None = None,
+    control_panels: dict[str, list[str]] | None = None,
+    genomon_sample_sheet: str | None = None,
+) -> Cohort:
+    """Read and check the cohort from either input form; raise InputError listing every problem."""
+    problems = Problems()
+    if genomon_sample_sheet:
+        if samples or pairs or control_panels:
+            raise InputError("config: give either genomon_sample_sheet or samples/pairs/control_panels, not both")
+        if not os.path.isfile(genomon_sample_sheet):
+            raise InputError(f"config: genomon_sample_sheet: file not found: {genomon_sample_sheet}")
+        cohort = read_genomon_sheet(genomon_sample_sheet, problems)
+        panels_where = genomon_sample_sheet
+    else:
+        if not samples:
+            raise InputError("config: 'samples' (or 'genomon_sample_sheet') is required")
+        for key, path in (("samples", samples), ("pairs", pairs)):
+            if path and not os.path.isfile(path):
+                raise InputError(f"config: {key}: file not found: {path}")
+        cohort = Cohort(lanes=read_samples(samples, load_schema(schema_dir, "samples"), problems))
+        if pairs:
+            cohort.pairs = read_pairs(pairs, load_schema(schema_dir, "pairs"), problems)
+        cohort.panels = {name: list(members) for name, members in (control_panels or {}).items()}
+        panels_where = "config: control_panels"
+    check_cohort(cohort, problems, panels_where)
+    problems.raise_if_any()
+    return cohort
+
+
+def load_schema(schema_dir: str, table: str) -> dict:
+    with open(os.path.join(schema_dir, f"{table}.schema.yaml")) as handle:
+        return yaml.safe_load(handle)

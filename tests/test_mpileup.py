@@ -1,0 +1,93 @@
+"""Unit tests of the shared samtools-mpileup read-base parser."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from genomon_smk import mpileup
+from genomon_smk.mpileup import IndelToken
+
+
+def test_plain_string_is_returned_unchanged():
+    assert mpileup.tokenize_read_bases("..,,ACgt*") == ("..,,ACgt*", [])
+
+
+def test_read_start_mapq_char_is_dropped_even_when_special():
+    # MAPQ characters '+', '$', '^', '.', '-' must not be read as tokens or bases
+    bases, indels = mpileup.tokenize_read_bases("^+.^$,^^A^.c^-G$.$")
+    assert bases == ".,AcG."
+    assert indels == []
+
+
+def test_indel_tokens_take_exactly_their_length():
+    # '+2AGT' is an insertion AG followed by a mismatch T; '-12' has two digits
+    bases, indels = mpileup.tokenize_read_bases(".+2AGT,-12acgtacgtacgt,$^~.-1N")
+    assert bases == ".T,,."
+    assert indels == [IndelToken("+", "AG", False), IndelToken("-", "acgtacgtacgt", True),
+                      IndelToken("-", "N", False)]
+
+
+def test_count_sample_strands_bq_and_indel_depth():
+    # ref C: 3 fwd ref ('.'), 2 rev ref (','), T fwd x2 (one low BQ), t rev, N, '*' placeholder
+    read_bases = ".,.+1A.,TTt-2ccN*"
+    quals = "IIIIII+III"  # one per base; "+" = Q10 on the second T
+    counts = mpileup.count_sample(read_bases, quals, "c", 15)
+    assert counts is not None
+    # forward A,C,G,T,N (BQ >= 15): C x3, T x1 (second T has Q10), N x1
+    assert counts.forward == [0, 3, 0, 1, 1]
+    assert counts.reverse == [0, 2, 0, 1, 0]
+    assert counts.depth_forward == 4 and counts.depth_reverse == 3 and counts.depth == 7
+    # indel depth counts every ACGTN letter regardless of BQ, not '*'
+    assert (counts.indel_depth_forward, counts.indel_depth_reverse) == (6, 3)
+    assert counts.indels == {("+", "A"): [1, 0], ("-", "CC"): [0, 1]}
+    assert counts.indel_count("-", "CC") == (0, 1)
+    assert counts.indel_count("+", "G") == (0, 0)
+    assert counts.base_total("T") == 2
+
+
+def test_count_sample_without_bq_filter_counts_all():
+    counts = mpileup.count_sample("TTt", "+++", "A", 0)
+    assert counts.base_total("T") == 3
+
+
+def test_count_sample_rejects_misaligned_qualities():
+    assert mpileup.count_sample("..+1A.", "II", "A", 15) is None
+
+
+def test_variant_upper_bound_counts_raw_string():
+    assert mpileup.variant_read_upper_bound(5, "..,+1AT-2GG") == 5 - 3 + 1 + 1
+
+
+def test_build_mpileup_command_orders_region_first():
+    command = mpileup.build_mpileup_command("samtools", ["t.bam", "n.bam"], "ref.fa",
+                                            "1:10-20", "pos.bed", '-q 20 --ff "UNMAP,DUP"')
+    assert command == ["samtools", "mpileup", "-r", "1:10-20", "-l", "pos.bed", "-f", "ref.fa",
+                       "-q", "20", "--ff", "UNMAP,DUP", "t.bam", "n.bam"]
+
+
+def test_stream_mpileup_yields_lines_and_reports_failure():
+    with mpileup.stream_mpileup(["printf", "a\\tb\\nc\\n"]) as lines:
+        assert list(lines) == ["a\tb\n", "c\n"]
+    with pytest.raises(subprocess.CalledProcessError) as failure:
+        with mpileup.stream_mpileup(["sh", "-c", "echo x; echo oops >&2; exit 3"]) as lines:
+            list(lines)
+    assert failure.value.returncode == 3 and "oops" in failure.value.stderr
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("chr1:100-200", ("chr1", 100, 200)),
+    ("1:1,000-2,000", ("1", 1000, 2000)),
+    ("chrX", ("chrX", None, None)),
+    ("chr1:500", ("chr1", 500, None)),
+])
+def test_parse_region(text, expected):
+    assert mpileup.parse_region(text) == expected
+
+
+def test_base_quality_threshold_is_inclusive():
+    # '0' is Phred 15 (kept at -Q 15), '/' is Phred 14 (dropped)
+    counts = mpileup.count_sample("TTt", "0/0", "A", 15)
+    assert (counts.forward[3], counts.reverse[3]) == (1, 1)
+    assert counts.indel_depth == 3

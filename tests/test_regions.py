@@ -1,0 +1,87 @@
+"""Regions: derivation from the .fai, region files checked for coverage, read lookup."""
+
+import pytest
+
+from genomon_smk.regions import (
+    UNMAPPED,
+    Interval,
+    RegionLookup,
+    derive_regions,
+    read_regions,
+    regions_from_file,
+    write_regions,
+)
+
+CONTIGS = [("chr1", 100_000), ("chr2", 30_000), ("chrM", 500), ("gl1", 800), ("gl2", 900)]
+
+
+def covered(regions):
+    return sorted((i.contig, i.start, i.end) for r in regions for i in r.intervals)
+
+
+def test_derived_regions_cover_every_base_once_and_end_with_unmapped():
+    regions = derive_regions(CONTIGS, max_length=40_000, pack_bp=1000)
+    assert regions[-1].name == UNMAPPED and regions[-1].is_unmapped
+    per_contig = {}
+    for contig, start, end in covered(regions):
+        per_contig.setdefault(contig, []).append((start, end))
+    for contig, length in CONTIGS:
+        spans = per_contig[contig]
+        assert spans[0][0] == 0 and spans[-1][1] == length
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    # chr1 is cut into 3 equal pieces no longer than max_length; chr2 stays whole
+    chr1 = [r for r in regions if r.intervals and r.intervals[0].contig == "chr1"]
+    assert [i.end - i.start for r in chr1 for i in r.intervals] == [33_333, 33_334, 33_333]
+    # small contigs are packed until a region holds pack_bp bases: chrM + gl1, then gl2
+    packed = [[i.contig for i in r.intervals] for r in regions if len(r.intervals) > 1]
+    assert packed == [["chrM", "gl1"]]
+    assert [r.name for r in regions[:-1]] == [f"r{i:04d}" for i in range(1, len(regions))]
+
+
+def test_region_table_round_trip(tmp_path):
+    regions = derive_regions(CONTIGS, 40_000, 1000)
+    path = tmp_path / "regions.tsv"
+    with open(path, "w") as out:
+        write_regions(regions, out)
+    assert read_regions(str(path)) == regions
+
+
+def test_lookup_places_reads_by_start_and_unplaced_reads_in_unmapped():
+    regions = derive_regions(CONTIGS, 40_000, 1000)
+    lookup = RegionLookup(regions)
+    name = lambda contig, pos: lookup.names[lookup.index(contig, pos)]
+    assert name("chr1", 0) == "r0001"
+    assert name("chr1", 33_332) == "r0001"
+    assert name("chr1", 33_333) == "r0002"
+    assert name("chr1", 99_999) == "r0003"
+    assert name("gl1", 10) == name("chrM", 0)
+    assert name(None, -1) == UNMAPPED
+
+
+def test_region_file_in_bed_and_interval_list_forms(tmp_path):
+    contigs = [("1", 1000), ("2", 500)]
+    bed = tmp_path / "regions.bed"
+    bed.write_text("2\t0\t500\tb\n1\t0\t400\ta\n1\t400\t1000\ta2\n")
+    regions = regions_from_file(str(bed), contigs)
+    assert [[i.samtools() for i in r.intervals] for r in regions] == [["1:1-400"], ["1:401-1000"], ["2:1-500"], []]
+    genomon = tmp_path / "genomon.interval_list"
+    genomon.write_text("1:1-400\n1:401-1000,2:1-500\n")
+    regions = regions_from_file(str(genomon), contigs)
+    assert regions[1].intervals == (Interval("1", 400, 1000), Interval("2", 0, 500))
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("1\t0\t400\n2\t0\t500\n", r"1:401-1000 is in no region"),
+        ("1\t0\t600\n1\t500\t1000\n2\t0\t500\n", r"1:501-1000 overlaps another region"),
+        ("1\t0\t1000\n2\t0\t500\n3\t0\t10\n", r"contig '3' is not in the reference"),
+        ("1\t0\t1001\n2\t0\t500\n", r"outside 1"),
+        ("1\tx\t5\n", r"not a BED line"),
+    ],
+)
+def test_bad_region_files_are_refused(tmp_path, text, message):
+    path = tmp_path / "bad.bed"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message):
+        regions_from_file(str(path), [("1", 1000), ("2", 500)])

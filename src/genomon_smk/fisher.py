@@ -27,6 +27,7 @@ from typing import Iterable, Iterator, TextIO
 import numpy as np
 from scipy.special import betaincinv
 
+from genomon_smk import tool_version
 from genomon_smk.mpileup import (BASES, SNV_BASES, SampleCounts, build_mpileup_command,
                                  count_sample, stream_mpileup, variant_read_upper_bound)
 
@@ -463,6 +464,7 @@ def write_calls(args: argparse.Namespace, out: TextIO) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The `fisher comparison|single` command line (upstream option names and defaults)."""
     parser = argparse.ArgumentParser(prog="fisher", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=tool_version("fisher"))
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in ("comparison", "single"):
         sub = subparsers.add_parser(name)

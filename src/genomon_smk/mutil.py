@@ -20,6 +20,7 @@ import operator
 import sys
 from dataclasses import dataclass
 from typing import Callable, Iterable, TextIO
+from genomon_smk import tool_version
 
 MISSING = "---"
 HOTSPOT_COLUMN = "score(hotspot)"
@@ -124,6 +125,7 @@ def filter_table(lines: Iterable[str], out: TextIO, thresholds: dict[str, float]
 def build_parser() -> argparse.ArgumentParser:
     """The `mutil filter` command line (permissive defaults)."""
     parser = argparse.ArgumentParser(prog="mutil")
+    parser.add_argument("--version", action="version", version=tool_version("mutil"))
     subparsers = parser.add_subparsers(dest="command", required=True)
     sub = subparsers.add_parser("filter", help="filter a Genomon mutation result table")
     sub.add_argument("-i", "--input", required=True)

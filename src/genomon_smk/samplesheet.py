@@ -220,10 +220,23 @@ def read_genomon_sheet(path: str, problems: Problems, platform: str = DEFAULT_PL
                     continue
                 if cells[0] in cohort.panels:
                     problems.add(where, f"panel '{cells[0]}' is defined twice")
-                cohort.panels[cells[0]] = cells[1:]
+                cohort.panels[cells[0]] = [resolve(m, base) if is_bam_path(m) else m for m in cells[1:]]
             elif section is None:
                 problems.add(where, "data before the first [section] line")
     return cohort
+
+
+def is_bam_path(member: str) -> bool:
+    """Panel members are sample names, or existing BAMs of samples mapped elsewhere."""
+    return member.endswith(".bam")
+
+
+def bam_problems(path: str) -> list[str]:
+    if not os.path.isfile(path):
+        return [f"BAM not found: {path}"]
+    if not any(os.path.isfile(index) for index in (path + ".bai", path[: -len(".bam")] + ".bai")):
+        return [f"BAM has no index (.bam.bai or .bai): {path}; build it with: samtools index {path}"]
+    return []
 
 
 def check_cohort(cohort: Cohort, problems: Problems, panels_where: str = "control_panels") -> None:
@@ -261,7 +274,9 @@ def check_cohort(cohort: Cohort, problems: Problems, panels_where: str = "contro
         if problem:
             problems.add(panels_where, f"panel name: {problem}")
         for member in members:
-            if member not in cohort.lanes:
+            if is_bam_path(member):
+                problems.messages += [f"{panels_where}: panel '{panel}': {p}" for p in bam_problems(member)]
+            elif member not in cohort.lanes:
                 problems.add(panels_where, f"panel '{panel}' names unknown sample '{member}'")
         if len(set(members)) != len(members):
             problems.add(panels_where, f"panel '{panel}' names a sample twice")
@@ -285,8 +300,10 @@ def load_cohort(
     pairs: str | None = None,
     control_panels: dict[str, list[str]] | None = None,
     genomon_sample_sheet: str | None = None,
+    panel_base: str = ".",
 ) -> Cohort:
-    """Read and check the cohort from either input form; raise InputError listing every problem."""
+    """Read and check the cohort from either input form; raise InputError listing every problem.
+    Panel BAM paths in control_panels resolve against panel_base (the config file's directory)."""
     problems = Problems()
     if genomon_sample_sheet:
         if samples or pairs or control_panels:
@@ -304,7 +321,10 @@ def load_cohort(
         cohort = Cohort(lanes=read_samples(samples, load_schema(schema_dir, "samples"), problems))
         if pairs:
             cohort.pairs = read_pairs(pairs, load_schema(schema_dir, "pairs"), problems)
-        cohort.panels = {name: list(members) for name, members in (control_panels or {}).items()}
+        cohort.panels = {
+            name: [resolve(m, panel_base) if is_bam_path(m) else m for m in members]
+            for name, members in (control_panels or {}).items()
+        }
         panels_where = "config: control_panels"
     check_cohort(cohort, problems, panels_where)
     problems.raise_if_any()

@@ -2,6 +2,8 @@
 
 import os
 import re
+import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -63,7 +65,10 @@ except (InputError, ValueError) as error:
     raise WorkflowError(f"invalid input ({CONFIG_FILE}):\n{error}") from None
 
 SAMPLES = COHORT.samples
+PAIRS = {pair.tumor: pair for pair in COHORT.pairs}
 REGION_NAMES = [region.name for region in REGIONS]
+# Reads without a position carry no mutations: the mutation stage skips the unmapped region.
+MUTATION_REGIONS = {region.name: region for region in REGIONS if not region.is_unmapped}
 CHUNKS = [f"{i:04d}" for i in range(config["split"]["chunks"])]
 
 
@@ -118,7 +123,45 @@ def final_bam(sample):
     return f"{OUTPUT_DIR}/bam/{sample}/{sample}.markdup.bam"
 
 
+def mutation_result(tumor, suffix):
+    return f"{OUTPUT_DIR}/mutation/{tumor}/{tumor}.genomon_mutation.result{suffix}"
+
+
+def mutation_tools():
+    """The mutation tools' commands: ours (on PATH from the .venv or the conda env), or
+    upstream's found on PATH outside this workflow's interpreter directory."""
+    names = ["fisher", "mutfilter", "EBFilter", "mutil"]
+    if config["mutation_tools"] == "builtin":
+        return {name: name for name in names}
+    ours = os.path.dirname(sys.executable)
+    search = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if os.path.abspath(p) != ours)
+    found = {name: shutil.which(name, path=search) for name in names}
+    missing = [name for name, path in found.items() if path is None]
+    if missing:
+        raise WorkflowError(f"config mutation_tools: upstream, but not on PATH: {', '.join(missing)}")
+    return found
+
+
+TOOLS = mutation_tools()
+
+
+def pair_bams(tumor):
+    """BAM inputs of a pair's mutation jobs: tumor, normal (if any) and panel members."""
+    pair = PAIRS[tumor]
+    bams = {"tumor": final_bam(tumor)}
+    if pair.normal:
+        bams["normal"] = final_bam(pair.normal)
+    for index, member in enumerate(COHORT.panels.get(pair.panel, [])):
+        bams[f"panel{index}"] = member if member.endswith(".bam") else final_bam(member)
+    return bams
+
+
+def with_indexes(bams):
+    return list(bams.values()) + [bam + ".bai" for bam in bams.values() if bam.startswith(OUTPUT_DIR)]
+
+
 wildcard_constraints:
     sample="|".join(map(re.escape, SAMPLES)),
     chunk=r"\d{4}",
     region="|".join(map(re.escape, REGION_NAMES)),
+    tumor="|".join(map(re.escape, PAIRS)) or "(?!)",

@@ -2,4 +2,3 @@
 breakpoint and simplerepeat filters over Genomon anno tables, reading BAMs in-process with pysam.
 """
 
-__version__ = "0.4.1+genomon_smk"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__
+from genomon_smk import tool_version
 from .indel import parse_flags
 
 
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argparse parser with all four subcommands."""
     parser = argparse.ArgumentParser(prog="mutfilter",
                                      description="Filters for Genomon somatic mutation candidates")
-    parser.add_argument("--version", action="version", version=f"mutfilter {__version__}")
+    parser.add_argument("--version", action="version", version=tool_version("mutfilter"))
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("realignment", help="realign reads to ref/alt templates")

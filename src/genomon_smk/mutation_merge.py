@@ -1,0 +1,208 @@
+"""Merge mutation: the per-region results of a pair joined under Genomon's meta lines and header,
+and the filtered calls written as a VCF that bcftools reads.
+
+Per-region rows are header-less (as upstream's intermediate files are); the header is made here
+from the pair's shape (tumor/normal or tumor only, with or without a control panel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import getpass
+import shutil
+import sys
+
+import pysam
+
+PAIR_COLUMNS = (
+    "Chr Start End Ref Alt depth_tumor variantNum_tumor depth_normal variantNum_normal bases_tumor bases_normal "
+    "A_C_G_T_tumor A_C_G_T_normal misRate_tumor strandRatio_tumor misRate_normal strandRatio_normal P-value(fisher) "
+    "readPairNum_tumor variantPairNum_tumor otherPairNum_tumor readPairNum_normal variantPairNum_normal "
+    "otherPairNum_normal P-value(fisher_realignment) indel_mismatch_count indel_mismatch_rate bp_mismatch_count "
+    "distance_from_breakpoint simple_repeat_pos simple_repeat_seq"
+).split()
+SINGLE_COLUMNS = (
+    "Chr Start End Ref Alt depth variantNum bases A_C_G_T misRate strandRatio 10%_posterior_quantile posterior_mean "
+    "90%_posterior_quantile readPairNum variantPairNum otherPairNum 10%_posterior_quantile(realignment) "
+    "posterior_mean(realignment) 90%_posterior_quantile(realignment) simple_repeat_pos simple_repeat_seq"
+).split()
+EB_COLUMN = "P-value(EBCall)"
+
+
+def header_columns(paired: bool, with_panel: bool) -> list[str]:
+    """Genomon's result columns for a pair (tumor/normal) or a tumor alone, EB column with a panel."""
+    columns = list(PAIR_COLUMNS if paired else SINGLE_COLUMNS)
+    return columns + [EB_COLUMN] if with_panel else columns
+
+
+def meta_lines(versions: list[str], now: datetime.datetime | None = None) -> list[str]:
+    now = now or datetime.datetime.now()
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return [
+        f"# Version: {' '.join(versions)}",
+        f"# Analysis Date: {now:%Y-%m-%d %H:%M:%S}",
+        f"# User: {user}",
+    ]
+
+
+def write_result(out_path: str, region_files: list[str], columns: list[str], versions: list[str]) -> int:
+    """Meta lines, header, then every region's rows in region order; returns the row count."""
+    rows = 0
+    with open(out_path, "w") as out:
+        out.write("\n".join(meta_lines(versions)) + "\n")
+        out.write("\t".join(columns) + "\n")
+        for path in region_files:
+            with open(path) as region:
+                for line in region:
+                    if line.strip():
+                        cells = line.rstrip("\n").split("\t")
+                        if len(cells) != len(columns):
+                            raise ValueError(f"{path}: a row has {len(cells)} columns, the header {len(columns)}")
+                        out.write(line if line.endswith("\n") else line + "\n")
+                        rows += 1
+    return rows
+
+
+# INFO fields of the VCF: result column -> (VCF id, type, description)
+INFO_FIELDS = {
+    "P-value(fisher)": ("FP", "Float", "-log10 p of Fisher's exact test, tumor vs normal (GenomonFisher)"),
+    "P-value(fisher_realignment)": ("FPR", "Float", "-log10 p of Fisher's exact test after realignment"),
+    "10%_posterior_quantile": ("B10", "Float", "10% posterior quantile of the allele frequency"),
+    "posterior_mean": ("BM", "Float", "posterior mean of the allele frequency"),
+    "90%_posterior_quantile": ("B90", "Float", "90% posterior quantile of the allele frequency"),
+    "10%_posterior_quantile(realignment)": ("B1R", "Float", "10% posterior quantile after realignment"),
+    "indel_mismatch_count": ("IMC", "Integer", "indel reads near the site in the normal (mutfilter indel)"),
+    "indel_mismatch_rate": ("IMR", "Float", "indel read rate near the site in the normal (mutfilter indel)"),
+    "bp_mismatch_count": ("BPC", "Integer", "normal reads clipped at a nearby breakpoint (mutfilter breakpoint)"),
+    "distance_from_breakpoint": ("BPD", "Integer", "distance to that breakpoint"),
+    EB_COLUMN: ("EB", "Float", "EBCall score: -log10 p against the control panel (EBFilter)"),
+}
+
+
+def vcf_header(contigs: list[tuple[str, int]], samples: list[str], columns: list[str]) -> pysam.VariantHeader:
+    header = pysam.VariantHeader()
+    for contig, length in contigs:
+        header.contigs.add(contig, length=length)
+    for column, (key, kind, text) in INFO_FIELDS.items():
+        if column in columns:
+            header.info.add(key, 1, kind, text)
+    header.info.add("SR", 0, "Flag", "in a simple repeat (mutfilter simplerepeat)")
+    header.formats.add("GT", 1, "String", "Genotype")
+    header.formats.add("DP", 1, "Integer", "Read depth")
+    header.formats.add("AD", "R", "Integer", "Reads supporting the reference and the alternate allele")
+    header.formats.add("AF", "A", "Float", "Allele frequency")
+    for sample in samples:
+        header.add_sample(sample)
+    return header
+
+
+def vcf_alleles(fasta: pysam.FastaFile, contig: str, start: int, ref: str, alt: str) -> tuple[int, str, str]:
+    """(1-based POS, REF, ALT) of a Genomon row: indels get the preceding reference base as anchor."""
+    if ref == "-":  # insertion after Start
+        anchor = fasta.fetch(contig, start - 1, start).upper()
+        return start, anchor, anchor + alt
+    if alt == "-":  # deletion of Start..End
+        anchor = fasta.fetch(contig, start - 2, start - 1).upper()
+        return start - 1, anchor + ref, anchor
+    return start, ref.upper(), alt.upper()
+
+
+def number(value: str):
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def depth_and_alt(row: dict, suffix: str) -> tuple[int, int] | None:
+    depth, alt = row.get(f"depth{suffix}"), row.get(f"variantNum{suffix}")
+    if depth in (None, "---") or alt in (None, "---"):
+        return None
+    return int(depth), int(alt)
+
+
+def write_vcf(result_path: str, fasta_path: str, vcf_path: str, tumor: str, normal: str | None) -> int:
+    """The rows of a (filtered) result file as VCF records; returns the record count."""
+    fasta = pysam.FastaFile(fasta_path)
+    contigs = list(zip(fasta.references, fasta.lengths))
+    with open(result_path) as handle:
+        lines = [line.rstrip("\n") for line in handle if not line.startswith("#")]
+    columns = lines[0].split("\t")
+    samples = [tumor] + ([normal] if normal else [])
+    header = vcf_header(contigs, samples, columns)
+    records = []
+    for line in lines[1:]:
+        row = dict(zip(columns, line.split("\t")))
+        pos, ref, alt = vcf_alleles(fasta, row["Chr"], int(row["Start"]), row["Ref"], row["Alt"])
+        records.append((contigs.index((row["Chr"], fasta.get_reference_length(row["Chr"]))), pos, ref, alt, row))
+    records.sort(key=lambda r: r[:4])
+    with pysam.VariantFile(vcf_path, "wz", header=header) as out:
+        for _, pos, ref, alt, row in records:
+            record = out.new_record(contig=row["Chr"], start=pos - 1, alleles=(ref, alt))
+            for column, (key, _, _) in INFO_FIELDS.items():
+                value = number(row.get(column, "---"))
+                if value is not None:
+                    record.info[key] = int(value) if header.info[key].type == "Integer" else value
+            if row.get("simple_repeat_pos", "---") != "---":
+                record.info["SR"] = True
+            for sample, suffix, genotype in ((tumor, "_tumor" if normal else "", (0, 1)), (normal, "_normal", (0, 0))):
+                if sample is None:
+                    continue
+                counts = depth_and_alt(row, suffix)
+                record.samples[sample]["GT"] = genotype
+                if counts:
+                    depth, alt_reads = counts
+                    record.samples[sample]["DP"] = depth
+                    record.samples[sample]["AD"] = (max(depth - alt_reads, 0), alt_reads)
+                    record.samples[sample]["AF"] = round(alt_reads / depth, 4) if depth else 0.0
+            out.write(record)
+    pysam.tabix_index(vcf_path, preset="vcf", force=True)
+    return len(records)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Merge Genomon mutation results of one pair.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    result = commands.add_parser("result", help="meta lines + header + per-region rows")
+    result.add_argument("--out", required=True)
+    result.add_argument("--paired", action="store_true", help="tumor/normal columns (else tumor only)")
+    result.add_argument("--panel", action="store_true", help="with the EBFilter column")
+    result.add_argument("--version-of", nargs="*", default=[], help="tools whose --version goes into the meta line")
+    result.add_argument("--regions-file", required=True, help="per-region result files, one per line, in order")
+    vcf = commands.add_parser("vcf", help="filtered result -> bgzipped, indexed VCF")
+    vcf.add_argument("--result", required=True)
+    vcf.add_argument("--reference", required=True)
+    vcf.add_argument("--out", required=True)
+    vcf.add_argument("--tumor", required=True)
+    vcf.add_argument("--normal")
+    args = parser.parse_args(argv)
+    if args.command == "result":
+        with open(args.regions_file) as handle:
+            files = [line.strip() for line in handle if line.strip()]
+        versions = [tool_version(tool) for tool in args.version_of]
+        rows = write_result(args.out, files, header_columns(args.paired, args.panel), versions)
+        print(f"merge_mutation: {rows} rows from {len(files)} regions")
+    else:
+        records = write_vcf(args.result, args.reference, args.out, args.tumor, args.normal)
+        print(f"merge_mutation: {records} VCF records")
+    return 0
+
+
+def tool_version(tool: str) -> str:
+    """A tool's `--version` first line (as Genomon's meta line shows them)."""
+    import subprocess
+
+    path = shutil.which(tool)
+    if path is None:
+        return f"{tool}-unknown"
+    result = subprocess.run([path, "--version"], capture_output=True, text=True)
+    text = (result.stdout or result.stderr).strip().splitlines()
+    return text[0].replace(" ", "-") if result.returncode == 0 and text else f"{tool}-unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

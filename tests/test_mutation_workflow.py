@@ -1,0 +1,112 @@
+"""The mutation stage end to end on the .test data, measured against the generator's truth."""
+
+import shutil
+
+import pysam
+import pytest
+
+from conftest import run_snakemake, write_config
+
+pytestmark = pytest.mark.workflow
+TUMOR = "tumor"
+
+
+def truth_sites(testdata, name):
+    """(chrom, Genomon Start, kind, VAF) of a truth VCF; deletions start after the anchor base."""
+    sites = []
+    for record in pysam.VariantFile(str(testdata / "truth" / f"{name}.vcf.gz")):
+        ref, alt = record.ref, record.alts[0]
+        start = record.pos + 1 if len(ref) > len(alt) else record.pos
+        kind = "SNV" if len(ref) == len(alt) == 1 else "INDEL"
+        sites.append((record.chrom, start, kind, record.info["VAF"]))
+    return sites
+
+
+def result_rows(path):
+    with open(path) as handle:
+        lines = [line.rstrip("\n").split("\t") for line in handle if not line.startswith("#")]
+    header = lines[0]
+    return header, [dict(zip(header, row)) for row in lines[1:]]
+
+
+def called(rows):
+    return {(row["Chr"], int(row["Start"])) for row in rows}
+
+
+def result_path(results, suffix):
+    return results / "mutation" / TUMOR / f"{TUMOR}.genomon_mutation.result{suffix}"
+
+
+def test_result_has_genomon_meta_lines_header_and_every_clonal_truth_mutation(pipeline_run, testdata):
+    text = result_path(pipeline_run, ".txt").read_text().splitlines()
+    assert text[0].startswith("# Version: fisher-genomon_smk-") and "EBFilter-genomon_smk-" in text[0]
+    assert text[1].startswith("# Analysis Date: ") and text[2].startswith("# User: ")
+    header, rows = result_rows(result_path(pipeline_run, ".txt"))
+    assert header[:5] == ["Chr", "Start", "End", "Ref", "Alt"] and header[-1] == "P-value(EBCall)"
+    assert len(header) == 31
+    keys = [(row["Chr"], row["Start"], row["Ref"], row["Alt"]) for row in rows]
+    assert len(keys) == len(set(keys)), "region boundaries must not duplicate rows"
+    clonal = {(c, s) for c, s, _, vaf in truth_sites(testdata, "somatic") if vaf >= 0.2}
+    assert len(clonal) >= 20
+    assert clonal <= called(rows)
+
+
+def test_filtered_snvs_reach_f1_of_0_9_against_truth(pipeline_run, testdata):
+    _, rows = result_rows(result_path(pipeline_run, ".filt.txt"))
+    somatic = truth_sites(testdata, "somatic")
+    truth_any = {(c, s) for c, s, _, _ in somatic}
+    clonal_snv = {(c, s) for c, s, kind, vaf in somatic if kind == "SNV" and vaf >= 0.2}
+    snv_calls = {(row["Chr"], int(row["Start"])) for row in rows if row["Ref"] != "-" and row["Alt"] != "-"}
+    # Precision over every call (a subclonal truth call is right, too); recall over VAF >= 0.2.
+    precision = len(snv_calls & truth_any) / len(snv_calls)
+    recall = len(snv_calls & clonal_snv) / len(clonal_snv)
+    f1 = 2 * precision * recall / (precision + recall)
+    assert f1 >= 0.9, (precision, recall)
+
+
+def test_panel_artifacts_are_called_by_fisher_and_removed_by_ebfilter(pipeline_run, testdata):
+    artifacts = {(c, s) for c, s, _, _ in truth_sites(testdata, "artifacts")}
+    _, rows = result_rows(result_path(pipeline_run, ".txt"))
+    in_result = artifacts & called(rows)
+    assert len(in_result) >= len(artifacts) // 2, "the artifacts must reach the EBFilter for this test to mean anything"
+    _, filtered = result_rows(result_path(pipeline_run, ".filt.txt"))
+    assert not artifacts & called(filtered)
+    eb = {(row["Chr"], int(row["Start"])): float(row["P-value(EBCall)"]) for row in rows}
+    clonal = {(c, s) for c, s, _, vaf in truth_sites(testdata, "somatic") if vaf >= 0.2}
+    assert max(eb[site] for site in in_result) < min(eb[site] for site in clonal)
+
+
+def test_without_the_panel_the_same_filter_keeps_artifacts(pipeline_run, testdata, tmp_path):
+    run_dir = tmp_path / "nopanel"
+    shutil.copytree(pipeline_run / "bam", run_dir / "results" / "bam", copy_function=shutil.copy2)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("tumor\tnormal\tpanel\ntumor\tnormal\t\n")
+    config = write_config(
+        run_dir,
+        testdata,
+        pairs=str(pairs),
+        mutation_util={"pair_params": "--fish_pval 1.0 --realign_pval 1.0 --tcount 4 --ncount 2"},
+    )
+    run_snakemake(config, str(result_path(run_dir / "results", ".filt.txt")))
+    header, rows = result_rows(result_path(run_dir / "results", ".filt.txt"))
+    assert "P-value(EBCall)" not in header
+    artifacts = {(c, s) for c, s, _, _ in truth_sites(testdata, "artifacts")}
+    assert len(artifacts & called(rows)) >= 3
+    assert not (run_dir / "results" / "logs" / "map_reads").exists(), "the BAMs should have been reused"
+
+
+def test_vcf_is_indexed_and_read_by_bcftools(pipeline_run):
+    import subprocess
+
+    vcf = result_path(pipeline_run, ".filt.vcf.gz")
+    stats = subprocess.run(["bcftools", "stats", str(vcf)], capture_output=True, text=True, check=True).stdout
+    records = int(next(line.split("\t")[3] for line in stats.splitlines() if "number of records:" in line))
+    _, rows = result_rows(result_path(pipeline_run, ".filt.txt"))
+    assert records == len(rows) > 0
+    with pysam.VariantFile(str(vcf)) as handle:
+        assert list(handle.header.samples) == ["tumor", "normal"]
+        assert set(handle.header.contigs) == {"chr1", "chr2", "chr3"}
+        for record in handle.fetch("chr1"):
+            tumor = record.samples["tumor"]
+            assert tumor["DP"] == sum(tumor["AD"]) or tumor["DP"] >= tumor["AD"][1]
+            assert record.info["EB"] >= 0.8 and "FP" in record.info

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import getpass
-import shutil
+import os
+import shlex
+import subprocess
 import sys
 
 import pysam
@@ -171,7 +173,7 @@ def main(argv=None) -> int:
     result.add_argument("--out", required=True)
     result.add_argument("--paired", action="store_true", help="tumor/normal columns (else tumor only)")
     result.add_argument("--panel", action="store_true", help="with the EBFilter column")
-    result.add_argument("--version-of", nargs="*", default=[], help="tools whose --version goes into the meta line")
+    result.add_argument("--version-of", nargs="*", default=[], help="tool commands whose --version goes into the meta line")
     result.add_argument("--regions-file", required=True, help="per-region result files, one per line, in order")
     vcf = commands.add_parser("vcf", help="filtered result -> bgzipped, indexed VCF")
     vcf.add_argument("--result", required=True)
@@ -192,16 +194,14 @@ def main(argv=None) -> int:
     return 0
 
 
-def tool_version(tool: str) -> str:
-    """A tool's `--version` first line (as Genomon's meta line shows them)."""
-    import subprocess
-
-    path = shutil.which(tool)
-    if path is None:
-        return f"{tool}-unknown"
-    result = subprocess.run([path, "--version"], capture_output=True, text=True)
+def tool_version(command: str) -> str:
+    """The first line a tool's `--version` prints (Genomon's meta line lists them)."""
+    words = shlex.split(command)
+    result = subprocess.run(words + ["--version"], capture_output=True, text=True)
     text = (result.stdout or result.stderr).strip().splitlines()
-    return text[0].replace(" ", "-") if result.returncode == 0 and text else f"{tool}-unknown"
+    if result.returncode != 0 or not text:
+        return f"{os.path.basename(words[-1])}-unknown"
+    return text[0].replace(" ", "-")
 
 
 if __name__ == "__main__":

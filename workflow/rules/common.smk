@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
 from genomon_smk.reference import reference_files, reference_problems
@@ -18,9 +19,12 @@ min_version("9.0")
 
 SCHEMAS = Path(workflow.basedir) / "schemas"
 
-# Jobs run the project's tools from the interpreter that runs Snakemake (the .venv), also when
-# the shell's PATH does not have it.
-os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+# The project's Python steps run with the interpreter that runs Snakemake (the .venv), whatever
+# the shell's PATH holds; with --sdm conda, with the rule env's python and this checkout's package.
+if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+    PYTHON = f"env PYTHONPATH={shlex.quote(str(Path(workflow.basedir).parent / 'src'))} python"
+else:
+    PYTHON = shlex.quote(sys.executable)
 
 if not workflow.overwrite_configfiles:
     raise WorkflowError(
@@ -52,11 +56,13 @@ try:
         pairs=config_path(config["pairs"]) if "pairs" in config else None,
         control_panels=config["control_panels"],
         genomon_sample_sheet=(
-            config_path(config["genomon_sample_sheet"]) if "genomon_sample_sheet" in config else None
+            config_path(config["genomon_sample_sheet"])
+            if "genomon_sample_sheet" in config
+            else None
         ),
     )
     REGIONS = make_regions(
-        REFERENCE + ".fai",
+        f"{REFERENCE}.fai",
         config_path(config["regions"]["file"]) if config["regions"]["file"] else None,
         config["regions"]["max_length"],
         config["regions"]["pack_bp"],
@@ -80,8 +86,14 @@ def tier_paths():
     under_run = f"{OUTPUT_DIR}/.tiers"
     return {
         "global": OUTPUT_DIR,
-        "shared_tmp": config_path(paths["shared_tmp"]) if paths["shared_tmp"] else f"{under_run}/shared_tmp",
-        "cache": config_path(paths["cache"]) if paths["cache"] else f"{under_run}/cache",
+        "shared_tmp": (
+            config_path(paths["shared_tmp"])
+            if paths["shared_tmp"]
+            else f"{under_run}/shared_tmp"
+        ),
+        "cache": (
+            config_path(paths["cache"]) if paths["cache"] else f"{under_run}/cache"
+        ),
         "node_local": paths["node_local"] or f"{under_run}/node_local",
     }
 
@@ -99,6 +111,11 @@ for rule_name, roles in RULE_TIERS.items():
 def tier_dir(rule_name, role="output"):
     """Where a rule's files of a role (output or temp) go, by the tier the config assigns."""
     return TIER_PATHS[RULE_TIERS[rule_name][role]]
+
+
+def tier_file(rule_name, path):
+    """A rule's output file on its output tier."""
+    return os.path.join(tier_dir(rule_name), path)
 
 
 def log_path(rule_name, pattern):
@@ -119,8 +136,8 @@ def read_group(wildcards):
     return "@RG\\t" + "\\t".join(f"{key}:{value}" for key, value in fields.items())
 
 
-def final_bam(sample):
-    return f"{OUTPUT_DIR}/bam/{sample}/{sample}.markdup.bam"
+def final_bam(sample, suffix=""):
+    return f"{OUTPUT_DIR}/bam/{sample}/{sample}.markdup.bam{suffix}"
 
 
 def mutation_result(tumor, suffix):
@@ -128,18 +145,31 @@ def mutation_result(tumor, suffix):
 
 
 def mutation_tools():
-    """The mutation tools' commands: ours (on PATH from the .venv or the conda env), or
-    upstream's found on PATH outside this workflow's interpreter directory."""
-    names = ["fisher", "mutfilter", "EBFilter", "mutil"]
+    """The mutation tools' commands: ours, run by this interpreter, or upstream's from PATH."""
+    modules = {
+        "fisher": "fisher",
+        "mutfilter": "mutfilter",
+        "EBFilter": "ebfilter",
+        "mutil": "mutil",
+    }
     if config["mutation_tools"] == "builtin":
-        return {name: name for name in names}
+        return {
+            name: f"{PYTHON} -m genomon_smk.{module}"
+            for name, module in modules.items()
+        }
     ours = os.path.dirname(sys.executable)
-    search = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if os.path.abspath(p) != ours)
-    found = {name: shutil.which(name, path=search) for name in names}
-    missing = [name for name, path in found.items() if path is None]
+    found = {name: shutil.which(name) for name in modules}
+    missing = [
+        name
+        for name, path in found.items()
+        if path is None or os.path.dirname(path) == ours
+    ]
     if missing:
-        raise WorkflowError(f"config mutation_tools: upstream, but not on PATH: {', '.join(missing)}")
-    return found
+        raise WorkflowError(
+            f"config mutation_tools: upstream, but upstream's {', '.join(missing)} not on PATH "
+            f"(genomon-smk's own in {ours} do not count)"
+        )
+    return {name: shlex.quote(path) for name, path in found.items()}
 
 
 TOOLS = mutation_tools()
@@ -157,7 +187,9 @@ def pair_bams(tumor):
 
 
 def with_indexes(bams):
-    return list(bams.values()) + [bam + ".bai" for bam in bams.values() if bam.startswith(OUTPUT_DIR)]
+    return list(bams.values()) + [
+        f"{bam}.bai" for bam in bams.values() if bam.startswith(OUTPUT_DIR)
+    ]
 
 
 wildcard_constraints:

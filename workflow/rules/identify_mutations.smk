@@ -9,10 +9,20 @@ rule identify_mutations:
         indexes=lambda wildcards: with_indexes(pair_bams(wildcards.tumor)),
         reference=reference_files(REFERENCE),
     output:
-        temp(tier_dir("identify_mutations") + "/mutation/{tumor}/{region}.txt"),
+        temp(tier_file("identify_mutations", "mutation/{tumor}/{region}.txt")),
+    log:
+        log_path("identify_mutations", "{tumor}/{region}"),
+    benchmark:
+        bench_path("identify_mutations", "{tumor}/{region}")
+    conda:
+        "../../envs/python.yaml"
     params:
-        intervals=lambda wildcards: ",".join(i.samtools() for i in MUTATION_REGIONS[wildcards.region].intervals),
-        mode=lambda wildcards: "comparison" if PAIRS[wildcards.tumor].normal else "single",
+        intervals=lambda wildcards: ",".join(
+            i.samtools() for i in MUTATION_REGIONS[wildcards.region].intervals
+        ),
+        mode=lambda wildcards: (
+            "comparison" if PAIRS[wildcards.tumor].normal else "single"
+        ),
         panel=lambda wildcards, input: " ".join(
             shlex.quote(bam) for name, bam in input.items() if name.startswith("panel")
         ),
@@ -26,51 +36,49 @@ rule identify_mutations:
             f"-q {config['eb_filter']['map_quality']} -Q {config['eb_filter']['base_quality']}"
             f" --ff {config['eb_filter']['filter_flags']}"
         ),
-        simple_repeat_db=config_path(config["simple_repeat_db"]) if config["simple_repeat_db"] else "",
+        simple_repeat_db=(
+            config_path(config["simple_repeat_db"])
+            if config["simple_repeat_db"]
+            else ""
+        ),
         tools=TOOLS,
         node_local=tier_dir("identify_mutations", "temp"),
-    log:
-        log_path("identify_mutations", "{tumor}/{region}"),
-    benchmark:
-        bench_path("identify_mutations", "{tumor}/{region}")
-    conda:
-        "../../envs/mutation.yaml"
     shell:
         """
         (
-        mkdir -p "{params.node_local}"
-        work=$(mktemp -d "{params.node_local}/identify_mutations.XXXXXX")
-        trap 'rm -rf "$work"' EXIT
-        echo {params.intervals:q} > "$work/region.txt"
-        if [ {params.mode} = comparison ]; then
-            {params.tools[fisher]} comparison -1 {input.tumor:q} -2 {input.normal:q} -r {input.reference[0]:q} \
-                -s samtools -L "$work/region.txt" -o "$work/fisher.txt" {params.fisher}
-            {params.tools[mutfilter]} realignment -t "$work/fisher.txt" -1 {input.tumor:q} -2 {input.normal:q} \
-                -r {input.reference[0]:q} -o "$work/realignment.txt" {params.realignment}
-            {params.tools[mutfilter]} indel -t "$work/realignment.txt" -2 {input.normal:q} -s samtools \
-                -o "$work/indel.txt" {params.indel}
-            {params.tools[mutfilter]} breakpoint -t "$work/indel.txt" -2 {input.normal:q} \
-                -o "$work/filtered.txt" {params.breakpoint}
-        else
-            {params.tools[fisher]} single -1 {input.tumor:q} -r {input.reference[0]:q} \
-                -s samtools -L "$work/region.txt" -o "$work/fisher.txt" {params.fisher}
-            {params.tools[mutfilter]} realignment -t "$work/fisher.txt" -1 {input.tumor:q} \
-                -r {input.reference[0]:q} -o "$work/filtered.txt" {params.realignment}
-        fi
-        simple_repeat_db={params.simple_repeat_db:q}
-        if [ -n "$simple_repeat_db" ]; then
-            {params.tools[mutfilter]} simplerepeat -t "$work/filtered.txt" -S "$simple_repeat_db" \
-                -o "$work/annotated.txt"
-        else
-            awk 'BEGIN {{OFS = "\\t"}} {{print $0, "---", "---"}}' "$work/filtered.txt" > "$work/annotated.txt"
-        fi
-        if [ -n "{params.panel}" ]; then
-            printf '%s\\n' {params.panel} > "$work/panel.txt"
-            {params.tools[EBFilter]} -f anno --loption {params.eb} "$work/annotated.txt" {input.tumor:q} \
-                "$work/panel.txt" "$work/result.txt"
-        else
-            mv "$work/annotated.txt" "$work/result.txt"
-        fi
-        mv "$work/result.txt" {output:q}
-        ) > {log:q} 2>&1
+            mkdir -p "{params.node_local}"
+            work=$(mktemp -d "{params.node_local}/identify_mutations.XXXXXX")
+            trap 'rm -rf "$work"' EXIT
+            echo {params.intervals:q} >"$work/region.txt"
+            if [ {params.mode} = comparison ]; then
+                {params.tools[fisher]} comparison -1 {input.tumor:q} -2 {input.normal:q} -r {input.reference[0]:q} \
+                    -s samtools -L "$work/region.txt" -o "$work/fisher.txt" {params.fisher}
+                {params.tools[mutfilter]} realignment -t "$work/fisher.txt" -1 {input.tumor:q} -2 {input.normal:q} \
+                    -r {input.reference[0]:q} -o "$work/realignment.txt" {params.realignment}
+                {params.tools[mutfilter]} indel -t "$work/realignment.txt" -2 {input.normal:q} -s samtools \
+                    -o "$work/indel.txt" {params.indel}
+                {params.tools[mutfilter]} breakpoint -t "$work/indel.txt" -2 {input.normal:q} \
+                    -o "$work/filtered.txt" {params.breakpoint}
+            else
+                {params.tools[fisher]} single -1 {input.tumor:q} -r {input.reference[0]:q} \
+                    -s samtools -L "$work/region.txt" -o "$work/fisher.txt" {params.fisher}
+                {params.tools[mutfilter]} realignment -t "$work/fisher.txt" -1 {input.tumor:q} \
+                    -r {input.reference[0]:q} -o "$work/filtered.txt" {params.realignment}
+            fi
+            simple_repeat_db={params.simple_repeat_db:q}
+            if [ -n "$simple_repeat_db" ]; then
+                {params.tools[mutfilter]} simplerepeat -t "$work/filtered.txt" -S "$simple_repeat_db" \
+                    -o "$work/annotated.txt"
+            else
+                awk 'BEGIN {{OFS = "\\t"}} {{print $0, "---", "---"}}' "$work/filtered.txt" >"$work/annotated.txt"
+            fi
+            if [ -n "{params.panel}" ]; then
+                printf '%s\\n' {params.panel} >"$work/panel.txt"
+                {params.tools[EBFilter]} -f anno --loption {params.eb} "$work/annotated.txt" {input.tumor:q} \
+                    "$work/panel.txt" "$work/result.txt"
+            else
+                mv "$work/annotated.txt" "$work/result.txt"
+            fi
+            mv "$work/result.txt" {output:q}
+        ) >{log:q} 2>&1
         """

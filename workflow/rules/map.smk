@@ -7,10 +7,17 @@ the map rule's output tier, and a per-sample gather re-files them by region for 
 
 rule region_table:
     input:
-        fai=REFERENCE + ".fai",
+        fai=f"{REFERENCE}.fai",
     output:
         f"{OUTPUT_DIR}/regions.tsv",
+    log:
+        log_path("region_table", "regions"),
+    benchmark:
+        bench_path("region_table", "regions")
+    conda:
+        "../../envs/python.yaml"
     params:
+        python=PYTHON,
         region_file=(
             f"--region-file {config_path(config['regions']['file'])}"
             if config["regions"]["file"]
@@ -18,59 +25,58 @@ rule region_table:
         ),
         max_length=config["regions"]["max_length"],
         pack_bp=config["regions"]["pack_bp"],
-    log:
-        log_path("region_table", "regions"),
-    benchmark:
-        bench_path("region_table", "regions")
-    conda:
-        "../../envs/python.yaml"
     shell:
-        "python -m genomon_smk.regions --fai {input.fai:q} {params.region_file}"
+        "{params.python} -m genomon_smk.regions --fai {input.fai:q} {params.region_file}"
         " --max-length {params.max_length} --pack-bp {params.pack_bp} --out {output:q} > {log:q} 2>&1"
 
 
 rule map_reads:
     input:
-        r1=tier_dir("split_fastq") + "/split/{sample}/{chunk}_R1.fastq",
-        r2=tier_dir("split_fastq") + "/split/{sample}/{chunk}_R2.fastq",
+        r1=tier_file("split_fastq", "split/{sample}/{chunk}_R1.fastq"),
+        r2=tier_file("split_fastq", "split/{sample}/{chunk}_R2.fastq"),
         reference=reference_files(REFERENCE),
         regions=rules.region_table.output[0],
     output:
-        pieces=temp(directory(tier_dir("map") + "/map/{sample}/chunk_{chunk}")),
-    params:
-        read_group=read_group,
-        bwa_params=config["map"]["bwa_params"],
-        batch_bases=config["map"]["batch_bases"],
-        node_local=tier_dir("map", "temp"),
-    threads: config["map"]["threads"]
+        pieces=temp(directory(tier_file("map", "map/{sample}/chunk_{chunk}"))),
     log:
         log_path("map_reads", "{sample}/{chunk}"),
     benchmark:
         bench_path("map_reads", "{sample}/{chunk}")
     conda:
         "../../envs/map.yaml"
+    threads: config["map"]["threads"]
+    params:
+        python=PYTHON,
+        read_group=read_group,
+        bwa_params=config["map"]["bwa_params"],
+        batch_bases=config["map"]["batch_bases"],
+        node_local=tier_dir("map", "temp"),
     shell:
         """
         mkdir -p "{params.node_local}"
         work=$(mktemp -d "{params.node_local}/map_reads.XXXXXX")
         trap 'rm -rf "$work"' EXIT
         bwa mem -t {threads} -K {params.batch_bases} {params.bwa_params} -R '{params.read_group}' \
-            {input.reference[0]:q} {input.r1:q} {input.r2:q} > "$work/aligned.sam" 2> {log:q}
-        python -m genomon_smk.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \
-            "$work/aligned.sam" >> {log:q} 2>&1
+            {input.reference[0]:q} {input.r1:q} {input.r2:q} >"$work/aligned.sam" 2>{log:q}
+        {params.python} -m genomon_smk.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \
+            "$work/aligned.sam" >>{log:q} 2>&1
         """
 
 
 rule gather_map:
     input:
-        lambda wildcards: expand(rules.map_reads.output.pieces, sample=wildcards.sample, chunk=CHUNKS),
+        lambda wildcards: expand(
+            rules.map_reads.output.pieces, sample=wildcards.sample, chunk=CHUNKS
+        ),
     output:
-        temp(directory(tier_dir("map") + "/map/{sample}/by_region")),
+        temp(directory(tier_file("map", "map/{sample}/by_region"))),
     log:
         log_path("gather_map", "{sample}"),
     benchmark:
         bench_path("gather_map", "{sample}")
     conda:
         "../../envs/python.yaml"
+    params:
+        python=PYTHON,
     shell:
-        "python -m genomon_smk.gather --out-dir {output:q} {input:q} > {log:q} 2>&1"
+        "{params.python} -m genomon_smk.gather --out-dir {output:q} {input:q} > {log:q} 2>&1"

@@ -1,33 +1,34 @@
 """Markdup: per sample and region, join the region's pieces from all chunks, sort with
-biobambam2 bamsort and mark duplicates with bammarkduplicates (which writes the index)."""
+biobambam2 bamsort and mark duplicates with bammarkduplicates (which writes the index).
+"""
 
 
 rule markdup:
     input:
         by_region=rules.gather_map.output[0],
     output:
-        bam=temp(tier_dir("markdup") + "/markdup/{sample}/{region}.markdup.bam"),
-        bai=temp(tier_dir("markdup") + "/markdup/{sample}/{region}.markdup.bam.bai"),
+        bam=temp(tier_file("markdup", "markdup/{sample}/{region}.markdup.bam")),
+        bai=temp(tier_file("markdup", "markdup/{sample}/{region}.markdup.bam.bai")),
         metrics=f"{OUTPUT_DIR}/qc/{{sample}}/markdup_metrics/{{region}}.txt",
-    params:
-        temp_dir=tier_dir("markdup", "temp"),
-    threads: config["markdup"]["threads"]
     log:
         log_path("markdup", "{sample}/{region}"),
     benchmark:
         bench_path("markdup", "{sample}/{region}")
     conda:
-        "../../envs/map.yaml"
+        "../../envs/markdup.yaml"
+    threads: config["markdup"]["threads"]
+    params:
+        temp_dir=lambda wildcards: tier_dir("markdup", "temp"),
     shell:
         """
         mkdir -p "{params.temp_dir}"
         work=$(mktemp -d "{params.temp_dir}/markdup.XXXXXX")
         trap 'rm -rf "$work"' EXIT
-        ls -1 {input.by_region:q}/{wildcards.region}/*.bam > "$work/pieces.txt"
+        ls -1 {input.by_region:q}/{wildcards.region}/*.bam >"$work/pieces.txt"
         # bammarkduplicates reads stdin itself: given I=/dev/stdin it tries a second pass and fails
         (samtools cat -b "$work/pieces.txt" -o - \
-          | bamsort SO=coordinate inputformat=bam level=1 inputthreads={threads} outputthreads={threads} \
-              sortthreads={threads} tmpfile="$work/bamsort" \
-          | bammarkduplicates O={output.bam:q} M={output.metrics:q} markthreads={threads} \
-              index=1 indexfilename={output.bai:q} tmpfile="$work/markdup") 2> {log:q}
+            | bamsort SO=coordinate inputformat=bam level=1 inputthreads={threads} outputthreads={threads} \
+                sortthreads={threads} tmpfile="$work/bamsort" \
+            | bammarkduplicates O={output.bam:q} M={output.metrics:q} markthreads={threads} \
+                index=1 indexfilename={output.bai:q} tmpfile="$work/markdup") 2>{log:q}
         """

@@ -1,5 +1,6 @@
 """Merge bam: per sample, `samtools cat` of the region BAMs in reference order, the final index
-built by merging the region indexes (no second pass over the BAM), and an md5 checksum."""
+built by merging the region indexes (no second pass over the BAM), and an md5 checksum.
+"""
 
 
 rule merge_bam:
@@ -8,24 +9,25 @@ rule merge_bam:
         bais=expand(rules.markdup.output.bai, region=REGION_NAMES, allow_missing=True),
     output:
         bam=final_bam("{sample}"),
-        bai=final_bam("{sample}") + ".bai",
-        md5=final_bam("{sample}") + ".md5",
-    params:
-        node_local=tier_dir("merge_bam", "temp"),
+        bai=final_bam("{sample}", ".bai"),
+        md5=final_bam("{sample}", ".md5"),
     log:
         log_path("merge_bam", "{sample}"),
     benchmark:
         bench_path("merge_bam", "{sample}")
     conda:
-        "../../envs/map.yaml"
+        "../../envs/python.yaml"
+    params:
+        python=PYTHON,
+        node_local=tier_dir("merge_bam", "temp"),
     shell:
         """
         mkdir -p "{params.node_local}"
         work=$(mktemp -d "{params.node_local}/merge_bam.XXXXXX")
         trap 'rm -rf "$work"' EXIT
-        printf '%s\\n' {input.bams:q} > "$work/regions.txt"
-        samtools cat -b "$work/regions.txt" -o {output.bam:q} 2> {log:q}
-        python -m genomon_smk.bai_merge --merged {output.bam:q} --out {output.bai:q} \
-            --regions-file "$work/regions.txt" >> {log:q} 2>&1
-        (cd "$(dirname {output.bam:q})" && md5sum "$(basename {output.bam:q})") > {output.md5:q}
+        printf '%s\\n' {input.bams:q} >"$work/regions.txt"
+        samtools cat -b "$work/regions.txt" -o {output.bam:q} 2>{log:q}
+        {params.python} -m genomon_smk.bai_merge --merged {output.bam:q} --out {output.bai:q} \
+            --regions-file "$work/regions.txt" >>{log:q} 2>&1
+        (cd "$(dirname {output.bam:q})" && md5sum "$(basename {output.bam:q})") >{output.md5:q}
         """

@@ -6,7 +6,9 @@ filtered calls."""
 rule merge_mutation:
     input:
         regions=lambda wildcards: expand(
-            rules.identify_mutations.output[0], tumor=wildcards.tumor, region=MUTATION_REGIONS
+            rules.identify_mutations.output[0],
+            tumor=wildcards.tumor,
+            region=MUTATION_REGIONS,
         ),
         reference=REFERENCE,
     output:
@@ -14,7 +16,14 @@ rule merge_mutation:
         filtered=mutation_result("{tumor}", ".filt.txt"),
         vcf=mutation_result("{tumor}", ".filt.vcf.gz"),
         tbi=mutation_result("{tumor}", ".filt.vcf.gz.tbi"),
+    log:
+        log_path("merge_mutation", "{tumor}"),
+    benchmark:
+        bench_path("merge_mutation", "{tumor}")
+    conda:
+        "../../envs/python.yaml"
     params:
+        python=PYTHON,
         shape=lambda wildcards: " ".join(
             flag
             for flag, on in (
@@ -24,7 +33,7 @@ rule merge_mutation:
             if on
         ),
         versions=lambda wildcards: " ".join(
-            TOOLS[name]
+            shlex.quote(TOOLS[name])
             for name in ("fisher", "mutfilter", "EBFilter", "mutil")
             if name != "EBFilter" or PAIRS[wildcards.tumor].panel
         ),
@@ -32,27 +41,23 @@ rule merge_mutation:
             "pair_params" if PAIRS[wildcards.tumor].normal else "single_params"
         ],
         normal=lambda wildcards: (
-            f"--normal {PAIRS[wildcards.tumor].normal}" if PAIRS[wildcards.tumor].normal else ""
+            f"--normal {PAIRS[wildcards.tumor].normal}"
+            if PAIRS[wildcards.tumor].normal
+            else ""
         ),
         mutil_tool=TOOLS["mutil"],
         node_local=tier_dir("merge_bam", "temp"),
-    log:
-        log_path("merge_mutation", "{tumor}"),
-    benchmark:
-        bench_path("merge_mutation", "{tumor}")
-    conda:
-        "../../envs/mutation.yaml"
     shell:
         """
         (
-        mkdir -p "{params.node_local}"
-        work=$(mktemp -d "{params.node_local}/merge_mutation.XXXXXX")
-        trap 'rm -rf "$work"' EXIT
-        printf '%s\\n' {input.regions:q} > "$work/regions.txt"
-        python -m genomon_smk.mutation_merge result --out {output.result:q} {params.shape} \
-            --version-of {params.versions} --regions-file "$work/regions.txt"
-        {params.mutil_tool} filter -i {output.result:q} -o {output.filtered:q} {params.mutil}
-        python -m genomon_smk.mutation_merge vcf --result {output.filtered:q} --reference {input.reference:q} \
-            --out {output.vcf:q} --tumor {wildcards.tumor} {params.normal}
-        ) > {log:q} 2>&1
+            mkdir -p "{params.node_local}"
+            work=$(mktemp -d "{params.node_local}/merge_mutation.XXXXXX")
+            trap 'rm -rf "$work"' EXIT
+            printf '%s\\n' {input.regions:q} >"$work/regions.txt"
+            {params.python} -m genomon_smk.mutation_merge result --out {output.result:q} {params.shape} \
+                --version-of {params.versions} --regions-file "$work/regions.txt"
+            {params.mutil_tool} filter -i {output.result:q} -o {output.filtered:q} {params.mutil}
+            {params.python} -m genomon_smk.mutation_merge vcf --result {output.filtered:q} --reference {input.reference:q} \
+                --out {output.vcf:q} --tumor {wildcards.tumor} {params.normal}
+        ) >{log:q} 2>&1
         """

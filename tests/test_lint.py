@@ -1,0 +1,58 @@
+"""Workflow hygiene: Snakemake's linter, snakefmt, log and benchmark on every rule, env files."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+RULE_FILES = sorted((REPO / "workflow").rglob("*.smk")) + [REPO / "workflow" / "Snakefile"]
+
+
+def test_snakemake_lint_is_clean():
+    result = subprocess.run(
+        [str(BIN / "snakemake"), "--lint", "--configfile", ".test/config/config.yaml"],
+        cwd=REPO, capture_output=True, text=True,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and "Congratulations, your workflow is in a good condition!" in output, output
+
+
+def test_snakefmt_check_is_clean():
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")  # snakefmt runs shfmt from PATH
+    result = subprocess.run([str(BIN / "snakefmt"), "--check", "workflow"], cwd=REPO, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def rule_blocks():
+    for path in RULE_FILES:
+        text = path.read_text()
+        for match in re.finditer(r"^rule (\w+):\n((?:    .*\n|\n)+)", text, flags=re.M):
+            yield path.name, match.group(1), match.group(2)
+
+
+def test_every_rule_but_the_target_has_log_benchmark_and_conda_env():
+    rules = list(rule_blocks())
+    assert len(rules) >= 8
+    for filename, name, body in rules:
+        if name == "all":
+            continue
+        for directive in ("log:", "benchmark:", "conda:"):
+            assert f"\n    {directive}" in "\n" + body, f"{filename}: rule {name} has no {directive}"
+
+
+def test_conda_env_files_are_valid_and_pinned():
+    envs = sorted((REPO / "envs").glob("*.yaml"))
+    referenced = set()
+    for path in RULE_FILES:
+        referenced |= set(re.findall(r'"\.\./\.\./envs/([\w.-]+\.yaml)"', path.read_text()))
+    assert referenced == {p.name for p in envs}
+    for path in envs:
+        env = yaml.safe_load(path.read_text())
+        assert "bioconda" in env["channels"]
+        for dependency in env["dependencies"]:
+            assert "=" in dependency, f"{path.name}: {dependency} is not pinned"

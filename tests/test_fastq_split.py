@@ -100,15 +100,13 @@ def test_truncated_gzip_is_refused(tmp_path):
         split_sample([(r1, r2)], chunk_paths(tmp_path, 2))
 
 
-def test_cli_writes_counts_and_reports_errors(tmp_path, capsys):
+def test_cli_writes_chunks_and_counts_and_reports_errors(tmp_path, capsys):
     r1, r2 = write_pair(tmp_path, "s", fastq_records(6))
-    chunks = chunk_paths(tmp_path, 2)
     counts = tmp_path / "counts.json"
-    argv = ["--sample", "s", "--fq1", r1, "--fq2", r2, "--counts", str(counts)]
-    argv += ["--out-r1", *[a for a, _ in chunks], "--out-r2", *[b for _, b in chunks]]
-    assert main(argv) == 0
+    out = ["--out-dir", str(tmp_path / "chunks"), "--chunks", "2", "--counts", str(counts)]
+    assert main(["--sample", "s", "--fq1", r1, "--fq2", r2, *out]) == 0
     summary = json.loads(counts.read_text())
     assert summary["read_pairs"] == 6 and summary["chunks"] == 2 and summary["lanes"][0]["read_pairs"] == 6
-    assert main(["--sample", "s", "--fq1", r1, "--fq2", str(tmp_path / "missing.gz"), "--counts", str(counts)]
-                + argv[8:]) == 1
+    assert len(names(tmp_path / "chunks" / "0001_R2.fastq")) == 3
+    assert main(["--sample", "s", "--fq1", r1, "--fq2", str(tmp_path / "missing.gz"), *out]) == 1
     assert "cannot read" in capsys.readouterr().err

@@ -56,3 +56,14 @@ def test_conda_env_files_are_valid_and_pinned():
         assert "bioconda" in env["channels"]
         for dependency in env["dependencies"]:
             assert "=" in dependency, f"{path.name}: {dependency} is not pinned"
+
+
+def test_documented_example_config_matches_the_schema():
+    import jsonschema
+
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    example = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    jsonschema.Draft202012Validator(schema).validate(example)
+    documented = (REPO / "config" / "README.md").read_text()
+    for key in schema["properties"]:
+        assert f"`{key}" in documented, f"config/README.md does not document {key}"

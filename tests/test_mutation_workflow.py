@@ -43,7 +43,7 @@ def test_result_has_genomon_meta_lines_header_and_every_clonal_truth_mutation(pi
     assert text[1].startswith("# Analysis Date: ") and text[2].startswith("# User: ")
     header, rows = result_rows(result_path(pipeline_run, ".txt"))
     assert header[:5] == ["Chr", "Start", "End", "Ref", "Alt"] and header[-1] == "P-value(EBCall)"
-    assert len(header) == 31
+    assert len(header) == 32  # 18 fisher + 7 realignment + 2 indel + 2 breakpoint + 2 simplerepeat + EB
     keys = [(row["Chr"], row["Start"], row["Ref"], row["Alt"]) for row in rows]
     assert len(keys) == len(set(keys)), "region boundaries must not duplicate rows"
     clonal = {(c, s) for c, s, _, vaf in truth_sites(testdata, "somatic") if vaf >= 0.2}

@@ -125,33 +125,47 @@ def split_sample(lanes: list[tuple[str, str]], chunk_pairs: list[tuple[str, str]
     return counts
 
 
+def chunk_name(index: int) -> str:
+    """Chunk names sort in split order: 0000, 0001, ..."""
+    return f"{index:04d}"
+
+
+def chunk_paths(out_dir: str, chunks: int) -> list[tuple[str, str]]:
+    """(R1, R2) file names of each chunk in out_dir."""
+    return [
+        (os.path.join(out_dir, f"{chunk_name(i)}_R1.fastq"), os.path.join(out_dir, f"{chunk_name(i)}_R2.fastq"))
+        for i in range(chunks)
+    ]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Round-robin split of paired FASTQ lanes into N chunks.")
     parser.add_argument("--fq1", nargs="+", required=True, help="R1 files, one per lane")
     parser.add_argument("--fq2", nargs="+", required=True, help="R2 files, same order")
-    parser.add_argument("--out-r1", nargs="+", required=True, help="chunk R1 outputs")
-    parser.add_argument("--out-r2", nargs="+", required=True, help="chunk R2 outputs, same count")
+    parser.add_argument("--out-dir", required=True, help="writes <chunk>_R1.fastq and <chunk>_R2.fastq here")
+    parser.add_argument("--chunks", type=int, required=True, help="number of chunks")
     parser.add_argument("--counts", required=True, help="JSON with read-pair counts")
     parser.add_argument("--sample", required=True)
     args = parser.parse_args(argv)
-    if len(args.fq1) != len(args.fq2) or len(args.out_r1) != len(args.out_r2):
-        parser.error("--fq1/--fq2 and --out-r1/--out-r2 must have the same number of files")
+    if len(args.fq1) != len(args.fq2):
+        parser.error("--fq1 and --fq2 must have the same number of files")
+    os.makedirs(args.out_dir, exist_ok=True)
     try:
-        counts = split_sample(list(zip(args.fq1, args.fq2)), list(zip(args.out_r1, args.out_r2)))
+        counts = split_sample(list(zip(args.fq1, args.fq2)), chunk_paths(args.out_dir, args.chunks))
     except FastqError as error:
         print(f"split_fastq: sample {args.sample}: {error}", file=sys.stderr)
         return 1
     summary = {
         "sample": args.sample,
         "read_pairs": sum(c.read_pairs for c in counts),
-        "chunks": len(args.out_r1),
+        "chunks": args.chunks,
         "lanes": [c.__dict__ for c in counts],
     }
     tmp = args.counts + ".tmp"
     with open(tmp, "w") as out:
         json.dump(summary, out, indent=1)
     os.replace(tmp, args.counts)
-    print(f"split_fastq: sample {args.sample}: {summary['read_pairs']} read pairs into {len(args.out_r1)} chunks")
+    print(f"split_fastq: sample {args.sample}: {summary['read_pairs']} read pairs into {args.chunks} chunks")
     return 0
 
 

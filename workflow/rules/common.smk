@@ -11,6 +11,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
+from genomon_smk.fastq_split import chunk_name
 from genomon_smk.reference import reference_files, reference_problems
 from genomon_smk.regions import make_regions
 from genomon_smk.samplesheet import InputError, load_cohort
@@ -75,7 +76,7 @@ PAIRS = {pair.tumor: pair for pair in COHORT.pairs}
 REGION_NAMES = [region.name for region in REGIONS]
 # Reads without a position carry no mutations: the mutation stage skips the unmapped region.
 MUTATION_REGIONS = {region.name: region for region in REGIONS if not region.is_unmapped}
-CHUNKS = [f"{i:04d}" for i in range(config["split"]["chunks"])]
+CHUNKS = [chunk_name(i) for i in range(config["split"]["chunks"])]
 
 
 # Storage tiers. Files that pass between jobs live on a tier with a path known when the

@@ -32,8 +32,7 @@ rule region_table:
 
 rule map_reads:
     input:
-        r1=tier_file("split_fastq", "split/{sample}/{chunk}_R1.fastq"),
-        r2=tier_file("split_fastq", "split/{sample}/{chunk}_R2.fastq"),
+        chunks=rules.split_fastq.output.chunks,
         reference=reference_files(REFERENCE),
         regions=rules.region_table.output[0],
     output:
@@ -57,7 +56,7 @@ rule map_reads:
         work=$(mktemp -d "{params.node_local}/map_reads.XXXXXX")
         trap 'rm -rf "$work"' EXIT
         bwa mem -t {threads} -K {params.batch_bases} {params.bwa_params} -R '{params.read_group}' \
-            {input.reference[0]:q} {input.r1:q} {input.r2:q} >"$work/aligned.sam" 2>{log:q}
+            {input.reference[0]:q} {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq >"$work/aligned.sam" 2>{log:q}
         {params.python} -m genomon_smk.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \
             "$work/aligned.sam" >>{log:q} 2>&1
         """

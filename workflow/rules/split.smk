@@ -1,4 +1,7 @@
-"""Split files: round-robin split of each sample's FASTQ pairs into a fixed number of chunks."""
+"""Split files: round-robin split of each sample's FASTQ pairs into a fixed number of chunks.
+
+The chunks of a sample share one directory output: one DAG edge per map job, and Snakemake's
+temp-file bookkeeping stays linear in the chunk count."""
 
 
 rule split_fastq:
@@ -6,18 +9,7 @@ rule split_fastq:
         fq1=lambda wildcards: [lane.fq1 for lane in sample_lanes(wildcards.sample)],
         fq2=lambda wildcards: [lane.fq2 for lane in sample_lanes(wildcards.sample)],
     output:
-        r1=temp(
-            expand(
-                tier_file("split_fastq", "split/{{sample}}/{chunk}_R1.fastq"),
-                chunk=CHUNKS,
-            )
-        ),
-        r2=temp(
-            expand(
-                tier_file("split_fastq", "split/{{sample}}/{chunk}_R2.fastq"),
-                chunk=CHUNKS,
-            )
-        ),
+        chunks=temp(directory(tier_file("split_fastq", "split/{sample}"))),
         counts=f"{OUTPUT_DIR}/qc/{{sample}}/{{sample}}.fastq_counts.json",
     log:
         log_path("split_fastq", "{sample}"),
@@ -27,7 +19,8 @@ rule split_fastq:
         "../../envs/python.yaml"
     params:
         python=PYTHON,
+        chunks=len(CHUNKS),
     shell:
         "{params.python} -m genomon_smk.fastq_split --sample {wildcards.sample:q}"
         " --fq1 {input.fq1:q} --fq2 {input.fq2:q}"
-        " --out-r1 {output.r1:q} --out-r2 {output.r2:q} --counts {output.counts:q} > {log:q} 2>&1"
+        " --out-dir {output.chunks:q} --chunks {params.chunks} --counts {output.counts:q} > {log:q} 2>&1"

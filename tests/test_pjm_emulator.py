@@ -1,0 +1,430 @@
+"""Tests of the fake Fugaku PJM (.test/pjm/bin) and the cluster-generic adapters (profiles/pjm).
+
+Every test uses its own FAKEPJM_HOME under tmp_path, so job ids restart at 1 and nothing leaks
+between tests. Jobs are tiny shell scripts; the slowest parts are the 1 s elapse limit and the
+Snakemake run through the adapters.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.pjm
+
+REPO = Path(__file__).resolve().parents[1]
+PJM_BIN = REPO / ".test" / "pjm" / "bin"
+ADAPTERS = REPO / "profiles" / "pjm"
+SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+DATE_RE = re.compile(r"^\(?\d\d/\d\d$")
+TIME_RE = re.compile(r"^\d\d:\d\d(:\d\d)?\)?$")
+
+
+@pytest.fixture
+def pjm(tmp_path):
+    """Environment + helpers for one isolated emulator instance; cancels leftover jobs afterwards."""
+    driver = Pjm(tmp_path)
+    yield driver
+    leftovers = [row["JOB_ID"] for row in driver.rows()]
+    if leftovers:
+        driver.run("pjdel", *leftovers, check=False)
+
+
+class Pjm:
+    """Small driver around the emulator commands for the tests."""
+
+    def __init__(self, tmp_path):
+        self.home = tmp_path / "fakepjm"
+        self.work = tmp_path / "work"
+        self.work.mkdir()
+        self.env = {
+            "PATH": "%s:%s:%s" % (PJM_BIN, ADAPTERS, SYSTEM_PATH),
+            "HOME": os.environ.get("HOME", "/root"),
+            "USER": os.environ.get("USER", "root"),
+            "FAKEPJM_HOME": str(self.home),
+            "FAKEPJM_MAX_RUNNING": "4",
+            "PJM_STATUS_STATE_DIR": str(tmp_path / "status-state"),
+        }
+
+    def run(self, *cmd, check=True, env=None, cwd=None):
+        result = subprocess.run([str(c) for c in cmd], cwd=cwd or self.work, env=env or self.env,
+                                capture_output=True, text=True, timeout=60)
+        if check and result.returncode != 0:
+            raise AssertionError("%s failed (%d): %s %s" % (cmd, result.returncode, result.stdout, result.stderr))
+        return result
+
+    def script(self, name, body):
+        path = self.work / name
+        path.write_text(textwrap.dedent(body).lstrip())
+        return path
+
+    def submit(self, *args, env=None):
+        """Submit with -z jid and return the job id."""
+        out = self.run("pjsub", "-z", "jid", *args, env=env).stdout.strip()
+        assert re.fullmatch(r"\d+", out), out
+        return out
+
+    def rows(self, *args):
+        """Parse a pjstat listing into dicts keyed by the header (two-word dates joined by '_')."""
+        lines = [line for line in self.run("pjstat", *args).stdout.splitlines() if line.strip()]
+        header = lines[0].split()
+        parsed = []
+        for line in lines[1:]:
+            words, merged = line.split(), []
+            i = 0
+            while i < len(words):
+                if DATE_RE.match(words[i]) and i + 1 < len(words) and TIME_RE.match(words[i + 1]):
+                    merged.append(words[i] + "_" + words[i + 1])
+                    i += 2
+                else:
+                    merged.append(words[i])
+                    i += 1
+            assert len(merged) == len(header), line
+            parsed.append(dict(zip(header, merged)))
+        return parsed
+
+    def row(self, jid, *args):
+        found = [r for r in self.rows("-v", *args, jid) if r["JOB_ID"] == jid]
+        return found[0] if found else None
+
+    def wait_final(self, jid, timeout=20):
+        """Poll pjstat -H -v until the job is finished; return its row."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            row = self.row(jid, "-H")
+            if row:
+                return row
+            time.sleep(0.1)
+        raise AssertionError("job %s did not finish: %s" % (jid, self.run("pjstat", "-v").stdout))
+
+    def wait_state(self, jid, state, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            row = self.row(jid)
+            if row and row["ST"] == state:
+                return row
+            time.sleep(0.05)
+        raise AssertionError("job %s never reached %s" % (jid, state))
+
+    def status(self, jid, **extra_env):
+        result = self.run(ADAPTERS / "pjm-status", jid, env=dict(self.env, **extra_env))
+        return result.stdout.strip(), result.stderr
+
+
+def test_submit_prints_banner_or_bare_id(pjm):
+    pjm.script("hello.sh", "echo hello\n")
+    banner = pjm.run("pjsub", "hello.sh").stdout
+    assert re.fullmatch(r"\[INFO\] PJM 0000 pjsub Job 1 submitted\.\n", banner)
+    assert pjm.submit("hello.sh") == "2"
+    assert pjm.run(ADAPTERS / "pjm-submit", "hello.sh").stdout == "3\n"
+    for jid in ("1", "2", "3"):
+        assert pjm.wait_final(jid)["ST"] == "EXT"
+    # default output file names: NAME.ID.out / NAME.ID.err in the submit directory
+    assert (pjm.work / "hello.sh.1.out").read_text() == "hello\n"
+    assert (pjm.work / "hello.sh.1.err").exists()
+
+
+def test_final_states_codes_and_status_adapter(pjm):
+    pjm.script("ok.sh", "echo fine\n")
+    pjm.script("exit3.sh", "echo failing >&2\nexit 3\n")
+    pjm.script("slow.sh", "sleep 30\n")
+    ok = pjm.submit("ok.sh")
+    bad = pjm.submit("exit3.sh")
+    elapse = pjm.submit("-L", "elapse=1", "slow.sh")
+    cancel = pjm.submit("-L", "elapse=10:00", "slow.sh")
+    pjm.wait_state(cancel, "RUN")
+    assert pjm.status(cancel)[0] == "running"
+    deleted = pjm.run("pjdel", cancel).stdout
+    assert deleted == "[INFO] PJM 0100 pjdel Job %s canceled.\n" % cancel
+
+    rows = {jid: pjm.wait_final(jid) for jid in (ok, bad, elapse, cancel)}
+    summary = {jid: (r["ST"], r["EC"], r["PC"], r["SN"]) for jid, r in rows.items()}
+    assert summary[ok] == ("EXT", "0", "0", "-")
+    assert summary[bad] == ("EXT", "3", "0", "-")
+    assert summary[elapse] == ("EXT", "137", "11", "9")
+    assert summary[cancel][:3] == ("CCL", "-", "1")
+    # the elapse-limited job was killed close to its 1 s limit, not after the 30 s sleep
+    assert int(rows[elapse]["ELAPSE_TIM"].split(":")[-1]) <= 3
+    # finished jobs leave the current list
+    assert pjm.row(ok) is None
+
+    assert pjm.status(ok) == ("success", "")
+    state, why = pjm.status(bad)
+    assert state == "failed" and "EXIT CODE 3" in why
+    state, why = pjm.status(elapse)
+    assert state == "failed" and "elapse limit exceeded (" in why and "PJM CODE 11" in why
+    state, why = pjm.status(cancel)
+    assert state == "failed" and "PJM CODE 1" in why
+
+
+def test_status_adapter_grace_for_unlisted_job(pjm):
+    assert pjm.status("424242")[0] == "running"  # may be PJM lag: not failed at once
+    state, why = pjm.status("424242", PJM_STATUS_GRACE_S="0")
+    assert state == "failed" and "424242" in why
+
+
+def test_pjdel_unknown_job_fails(pjm):
+    result = pjm.run("pjdel", "999", check=False)
+    assert result.returncode != 0
+    assert "999" in result.stderr and "does not exist" in result.stderr
+
+
+def test_slot_limit_keeps_jobs_queued(pjm):
+    # Jobs hold their slot until the test creates "release", so the queue state is deterministic.
+    stamp = pjm.script("stamp.sh", """
+        date +%s.%N > "start.$PJM_JOBID"
+        for _ in $(seq 200); do [ -e release ] && break; sleep 0.1; done
+        date +%s.%N > "end.$PJM_JOBID"
+    """)
+    env = dict(pjm.env, FAKEPJM_MAX_RUNNING="1")
+    first = pjm.submit(stamp.name, env=env)
+    second = pjm.submit(stamp.name, env=env)
+    third = pjm.submit(stamp.name, env=env)
+    pjm.wait_state(first, "RUN")
+    pjm.wait_state(second, "QUE")
+    pjm.wait_state(third, "QUE")
+    time.sleep(0.5)  # several scheduling rounds: still only one job may run
+    assert [r["ST"] for r in pjm.rows()] == ["RUN", "QUE", "QUE"]
+    # a queued job cancelled through the adapter never starts
+    assert pjm.run(ADAPTERS / "pjm-cancel", third).stdout == "[INFO] PJM 0100 pjdel Job %s canceled.\n" % third
+    cancelled = pjm.wait_final(third)
+    assert (cancelled["ST"], cancelled["PC"], cancelled["LST"], cancelled["START_DATE"]) == ("CCL", "1", "QUE", "-")
+    (pjm.work / "release").touch()
+    pjm.wait_final(first)
+    pjm.wait_final(second)
+    first_end = float((pjm.work / ("end." + first)).read_text())
+    second_start = float((pjm.work / ("start." + second)).read_text())
+    assert second_start >= first_end
+    assert not (pjm.work / ("start." + third)).exists()
+
+
+def env_of(path):
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+
+def test_environment_minimal_unless_x_or_X(pjm):
+    pjm.script("env.sh", "env > env.$PJM_JOBID.txt\n")
+    caller = dict(pjm.env, FOO="from-caller", PATH="/opt/caller/bin:" + pjm.env["PATH"])
+    minimal = pjm.submit("env.sh", env=caller)
+    passed = pjm.submit("-x", "BAR=baz,FOO", "env.sh", env=caller)
+    everything = pjm.submit("-X", "env.sh", env=caller)
+    for jid in (minimal, passed, everything):
+        assert pjm.wait_final(jid)["EC"] == "0"
+
+    env = env_of(pjm.work / ("env.%s.txt" % minimal))
+    assert "FOO" not in env and "BAR" not in env
+    assert env["PATH"].startswith(SYSTEM_PATH) and "/opt/caller/bin" not in env["PATH"]
+    assert env["HOME"] and env["USER"]
+    assert env["PJM_JOBID"] == minimal and env["PJM_O_WORKDIR"] == str(pjm.work)
+    assert env["PJM_JOBNAME"] == "env.sh" and env["PJM_NODE"] == "1" and env["PJM_RSCGRP"]
+    for name in ("PJM_LOCALTMP", "PJM_SHAREDTMP", "PJM_LLIO_CACHE"):
+        assert env[name].startswith(str(pjm.home))
+    env = env_of(pjm.work / ("env.%s.txt" % passed))
+    assert env["BAR"] == "baz" and env["FOO"] == "from-caller"
+    assert "/opt/caller/bin" not in env["PATH"]
+    env = env_of(pjm.work / ("env.%s.txt" % everything))
+    assert env["FOO"] == "from-caller" and env["PATH"].startswith("/opt/caller/bin:")
+
+
+def test_llio_dirs_vanish_and_transfer_is_logged(pjm):
+    (pjm.work / "ref.fa").write_text(">chr1\nACGT\n")
+    pjm.script("llio.sh", """
+        set -eu
+        echo scratch > "$PJM_LOCALTMP/t.txt"
+        echo shared > "$PJM_SHAREDTMP/s.txt"
+        llio_transfer ref.fa
+        cmp ref.fa "$PJM_LLIO_CACHE$PWD/ref.fa"
+        llio_transfer --purge ref.fa
+        test ! -e "$PJM_LLIO_CACHE$PWD/ref.fa"
+        echo "$PJM_LOCALTMP $PJM_SHAREDTMP $PJM_LLIO_CACHE" > dirs.$PJM_JOBID
+    """)
+    jid = pjm.submit("llio.sh")
+    assert pjm.wait_final(jid)["EC"] == "0", (pjm.work / ("llio.sh.%s.err" % jid)).read_text()
+    dirs = (pjm.work / ("dirs." + jid)).read_text().split()
+    assert len(dirs) == 3 and not any(Path(d).exists() for d in dirs)
+    log = (pjm.home / "llio.log").read_text().splitlines()
+    ref = str(pjm.work / "ref.fa")
+    assert [line.split()[1:] for line in log] == [[jid, "transfer", ref], [jid, "purge", ref]]
+
+    kept = pjm.submit("llio.sh", env=dict(pjm.env, FAKEPJM_KEEP_TMP="1"))
+    pjm.wait_final(kept)
+    local = Path((pjm.work / ("dirs." + kept)).read_text().split()[0])
+    assert (local / "t.txt").read_text() == "scratch\n"
+
+    outside = pjm.run("llio_transfer", "ref.fa", check=False)
+    assert outside.returncode != 0 and "inside a running PJM job" in outside.stderr
+
+
+def test_directives_precedence_output_options_and_stats(pjm):
+    pjm.script("directive.sh", """
+        #!/bin/bash
+        #PJM -N fromdirective
+        #PJM -L "node=1,elapse=0:10"
+        #PJM -L rscgrp=small
+        #PJM -S
+        echo out; echo err >&2
+        echo "$PJM_JOBNAME $PJM_RSCGRP"
+    """)
+    jid = pjm.submit("-L", "elapse=0:20,rscgrp=large", "-j", "-o", "logs.%j.txt", "directive.sh")
+    row = pjm.wait_final(jid)
+    assert row["JOB_NAME"] == "fromdirective"
+    assert row["ELAPSE_LIM"] == "0000:00:20"  # the command line wins over #PJM
+    assert row["RSC_GRP"] == "large"
+    log = (pjm.work / ("logs.%s.txt" % jid)).read_text()
+    assert "out" in log and "err" in log and "fromdirective large" in log  # -j merged stderr
+    assert not (pjm.work / ("fromdirective.%s.err" % jid)).exists()
+    stats = (pjm.work / ("fromdirective.%s.stats" % jid)).read_text()
+    assert re.search(r"PJM CODE\s+: 0\n", stats) and re.search(r"EXIT CODE\s+: 0\n", stats)
+    assert re.search(r"JOB ID\s+: %s\n" % jid, stats)
+
+
+def test_stats_records_failure_codes(pjm):
+    pjm.script("fail.sh", "exit 5\n")
+    jid = pjm.submit("-s", "-N", "failing", "fail.sh")
+    pjm.wait_final(jid)
+    stats = (pjm.work / ("failing.%s.stats" % jid)).read_text()
+    assert re.search(r"EXIT CODE\s+: 5\n", stats) and re.search(r"PJM CODE\s+: 0\n", stats)
+
+
+@pytest.mark.parametrize("bad", ["localtmp-size=3GB", "sharedtmp-size=abc", "localtmp-size=1.5Gi"])
+def test_malformed_llio_size_is_refused(pjm, bad):
+    pjm.script("x.sh", "true\n")
+    result = pjm.run("pjsub", "--llio", bad, "x.sh", check=False)
+    assert result.returncode != 0 and "[ERR.] PJM" in result.stderr and bad.split("=")[1] in result.stderr
+    assert pjm.rows() == [] and not list(pjm.work.glob("x.sh.*"))
+    submit = pjm.run(ADAPTERS / "pjm-submit", "--llio", bad, "x.sh", check=False)
+    assert submit.returncode != 0 and submit.stdout == "" and "[ERR.] PJM" in submit.stderr
+
+
+def test_localtmp_overflow_kills_job_with_disk_code(pjm):
+    pjm.script("fill.sh", """
+        head -c 3000000 /dev/zero > "$PJM_LOCALTMP/big"
+        sleep 20
+    """)
+    jid = pjm.submit("--llio", "localtmp-size=1Mi,sharedtmp-size=2Gi", "fill.sh")
+    row = pjm.wait_final(jid)
+    assert (row["ST"], row["PC"], row["EC"]) == ("EXT", "13", "137")
+    assert pjm.status(jid)[0] == "failed"
+
+
+def test_mpiexec_ranks_and_vcoord(pjm):
+    (pjm.work / "vcoord").write_text("(0)\n(1)\n(1)\n")
+    pjm.script("mpi.sh", """
+        mpiexec -n 3 sh -c 'echo "rank $PMIX_RANK/$OMPI_COMM_WORLD_SIZE"' | sort > ranks.txt
+        mpiexec --vcoordfile vcoord sh -c 'echo "$OMPI_COMM_WORLD_RANK $FAKEPJM_MPI_NODE $OMPI_COMM_WORLD_LOCAL_RANK"' \\
+            | sort > placement.txt
+        mpiexec -n 2 sh -c 'exit $PMIX_RANK'
+    """)
+    jid = pjm.submit("-L", "node=2", "--mpi", "proc=3", "mpi.sh")
+    row = pjm.wait_final(jid)
+    assert row["EC"] == "1"  # the script's last command: mpiexec returns the failing rank's code
+    assert (pjm.work / "ranks.txt").read_text() == "rank 0/3\nrank 1/3\nrank 2/3\n"
+    assert (pjm.work / "placement.txt").read_text() == "0 0 0\n1 1 0\n2 1 1\n"
+    outside = pjm.run("mpiexec", "-n", "1", "true", check=False)
+    assert outside.returncode != 0
+
+
+SNAKEFILE = '''
+rule all:
+    input:
+        "c/final.txt",
+
+
+rule a:
+    output:
+        "a/x.txt",
+    shell:
+        "echo a > {output}"
+
+
+rule d:
+    output:
+        "d/z.txt",
+    shell:
+        "echo d > {output}"
+
+
+rule c:
+    input:
+        x="a/x.txt",
+        z="d/z.txt",
+        ref="ref.txt",
+    output:
+        "c/final.txt",
+    shell:
+        """
+        llio_transfer {input.ref}
+        cat {input.x} {input.z} > "$PJM_LOCALTMP/merged.txt"
+        echo "job=${{PJM_JOBID:-}} localtmp=$PJM_LOCALTMP" >> "$PJM_LOCALTMP/merged.txt"
+        cp "$PJM_LOCALTMP/merged.txt" {output}
+        """
+'''
+
+
+@pytest.mark.timeout(120)
+def test_snakemake_through_cluster_generic_adapters(pjm):
+    (pjm.work / "Snakefile").write_text(SNAKEFILE)
+    (pjm.work / "ref.txt").write_text("reference\n")
+    (pjm.work / ".pjm-logs").mkdir()
+    env = dict(pjm.env, PATH="%s:%s" % (pjm.env["PATH"], SNAKEMAKE.parent), FAKEPJM_MAX_RUNNING="2")
+    submit = ("%s -X -L node=1 -L elapse={resources.runtime}:00 -N smk-{rule} -j -o .pjm-logs/%%j.out"
+              % (ADAPTERS / "pjm-submit"))
+    result = subprocess.run(
+        [str(SNAKEMAKE), "--executor", "cluster-generic", "--jobs", "2",
+         "--cluster-generic-submit-cmd", submit,
+         "--cluster-generic-status-cmd", str(ADAPTERS / "pjm-status"),
+         "--cluster-generic-cancel-cmd", str(ADAPTERS / "pjm-cancel"),
+         "--seconds-between-status-checks", "1", "--default-resources", "runtime=5",
+         "--latency-wait", "5"],
+        cwd=pjm.work, env=env, capture_output=True, text=True, timeout=110)
+    assert result.returncode == 0, result.stderr[-3000:]
+    final = (pjm.work / "c" / "final.txt").read_text().splitlines()
+    assert final[:2] == ["a", "d"]
+    job, localtmp = dict(kv.split("=", 1) for kv in final[2].split()).values()
+    assert localtmp == str(pjm.home / "localtmp" / job) and not Path(localtmp).exists()
+    rows = pjm.rows("-H", "-v")
+    assert sorted(r["JOB_NAME"] for r in rows) == ["smk-a", "smk-c", "smk-d"]
+    assert all((r["ST"], r["EC"], r["PC"]) == ("EXT", "0", "0") for r in rows)
+    assert {r["ELAPSE_LIM"] for r in rows} == {"0000:05:00"}
+    log = (pjm.home / "llio.log").read_text().split()
+    assert log[1:] == [job, "transfer", str(pjm.work / "ref.txt")]
+
+
+@pytest.mark.timeout(90)
+def test_snakemake_interrupt_cancels_pjm_job(pjm):
+    """SIGINT to snakemake must reach pjm-cancel -> pjdel: the job ends as CCL and writes nothing."""
+    (pjm.work / "Snakefile").write_text('rule slow:\n    output:\n        "slow.txt",\n'
+                                        '    shell:\n        "sleep 60 && touch {output}"\n')
+    env = dict(pjm.env, PATH="%s:%s" % (pjm.env["PATH"], SNAKEMAKE.parent))
+    # a background child of a non-interactive parent ignores SIGINT: restore the default first
+    restore_sigint = ("import signal,os,sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                      "os.execv(sys.argv[1], sys.argv[1:])")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", restore_sigint, str(SNAKEMAKE), "--executor", "cluster-generic", "--jobs", "1",
+         "--cluster-generic-submit-cmd", "%s -X -N smk-{rule}" % (ADAPTERS / "pjm-submit"),
+         "--cluster-generic-status-cmd", str(ADAPTERS / "pjm-status"),
+         "--cluster-generic-cancel-cmd", str(ADAPTERS / "pjm-cancel"),
+         "--seconds-between-status-checks", "1"],
+        cwd=pjm.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        submitted_by = time.time() + 60
+        while not pjm.rows() and time.time() < submitted_by:
+            time.sleep(0.2)
+        pjm.wait_state("1", "RUN")
+        time.sleep(1)
+        proc.send_signal(signal.SIGINT)
+        log = proc.communicate(timeout=60)[0]
+    finally:
+        proc.kill()
+    assert proc.returncode != 0
+    assert "pjdel Job 1 canceled" in log
+    row = pjm.wait_final("1")
+    assert (row["ST"], row["PC"]) == ("CCL", "1")
+    assert not (pjm.work / "slow.txt").exists()

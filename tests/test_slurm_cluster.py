@@ -1,0 +1,303 @@
+"""Tests against a real single-node Slurm on localhost, started by `.test/slurm/start-slurm`.
+
+What is proven here, on Debian's Slurm 22.05 without accounting (see `.test/slurm/README.md`):
+a plain `sbatch` job runs; Snakemake's `--executor slurm` (plugin 2.8.0) runs a 2-layer workflow from a
+Snakemake 9 profile (`config.v8+.yaml`) and reports a failing rule with its SLURM status; and the
+in-allocation mode (one `sbatch` allocation running `snakemake --executor slurm-jobstep`) turns every rule
+job into an `srun` step of that allocation.
+
+Snakemake is always started with SIGINT restored to its default: a process started in the background by a
+non-interactive shell inherits SIGINT as *ignored*, and SIGINT is the only signal that makes a waiting
+Snakemake cancel its Slurm jobs (SIGTERM does not). On a timeout the helper sends SIGINT, so no job is
+left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
+
+REPO = Path(__file__).resolve().parents[1]
+START_SLURM = REPO / ".test" / "slurm" / "start-slurm"
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+REQUIRED_BINARIES = ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "scontrol", "srun")
+
+# Flags for the slurm executor without Slurm accounting: sacct fails there, and the plugin's default
+# (sacct) would then wait for ever; squeue works because MinJobAge=600 keeps finished jobs visible.
+SLURM_PROFILE_YAML = """\
+executor: slurm
+jobs: 2
+latency-wait: 5
+slurm-status-command: squeue
+slurm-init-seconds-before-status-checks: 2
+default-resources:
+  - slurm_partition=debug
+  - mem_mb=500
+  - runtime=10
+"""
+
+# Three rules in two layers: two `make` jobs, then `merge`. Each output records where it ran.
+TWO_LAYER_SNAKEFILE = """\
+rule all:
+    input: "b/merged.txt"
+
+rule make:
+    output: "a/{x}.txt"
+    shell: "echo {wildcards.x} job=${{SLURM_JOB_ID:-none}} step=${{SLURM_STEP_ID:-none}} > {output}"
+
+rule merge:
+    input: expand("a/{x}.txt", x=["x", "y"])
+    output: "b/merged.txt"
+    shell: "cat {input} > {output}; echo merge job=${{SLURM_JOB_ID:-none}} step=${{SLURM_STEP_ID:-none}} >> {output}"
+"""
+
+
+def _find_binary(name: str) -> str | None:
+    """Locate a Slurm/munge binary; daemons live in /usr/sbin, which a non-login PATH may lack."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin")
+
+
+def _restore_sigint() -> None:
+    """Run in the child before exec: undo an inherited SIG_IGN so SIGINT can stop Snakemake."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_snakemake(args: list[str], cwd: Path) -> tuple[subprocess.Popen, Path]:
+    """Start Snakemake in `cwd` in its own session with SIGINT enabled; output goes to cwd/snakemake.out."""
+    log_path = cwd / "snakemake.out"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            SNAKEMAKE + args,
+            cwd=cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_restore_sigint,
+        )
+    return proc, log_path
+
+
+def finish_snakemake(proc: subprocess.Popen, log_path: Path, timeout: float) -> tuple[int, str]:
+    """Wait for Snakemake; on timeout SIGINT it (it then cancels its Slurm jobs) and fail the test."""
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        pytest.fail(f"snakemake did not finish in {timeout} s:\n{log_path.read_text()[-4000:]}")
+    return rc, log_path.read_text()
+
+
+def run_snakemake(args: list[str], cwd: Path, timeout: float) -> tuple[int, str]:
+    """Run Snakemake in `cwd` to the end; return (exit code, combined output)."""
+    return finish_snakemake(*start_snakemake(args, cwd), timeout=timeout)
+
+
+FINAL_JOB_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
+                    "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
+
+
+def sbatch_and_wait(args: list[str], cwd: Path, timeout: float, env: dict | None = None) -> tuple[int, str]:
+    """Submit a batch job and poll squeue until it ends; return (job id, final state). Cancels on timeout.
+
+    Not `sbatch --wait`: it polls with a growing interval and noticed an 11 s job only after 42 s.
+    """
+    submitted = subprocess.run(
+        ["sbatch", "--parsable", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=30
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = int(submitted.stdout.strip().split(";")[0])
+    deadline = time.monotonic() + timeout
+    while (state := job_state(job_id)) not in FINAL_JOB_STATES:
+        if time.monotonic() > deadline:
+            subprocess.run(["scancel", str(job_id)], check=False)
+            pytest.fail(f"Slurm job {job_id} still {state or 'unknown'} after {timeout} s")
+        time.sleep(0.3)
+    return job_id, state
+
+
+def job_state(job_id: int | str) -> str:
+    """Final or current state of a job as squeue reports it (finished jobs stay for MinJobAge)."""
+    out = subprocess.run(
+        ["squeue", "--states=all", "--noheader", "--jobs", str(job_id), "--format=%T"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()
+    return out[0] if out else ""
+
+
+def parse_job_fields(line: str) -> dict[str, str]:
+    """'x job=12 step=0' -> {'job': '12', 'step': '0'}."""
+    return dict(field.split("=", 1) for field in line.split() if "=" in field)
+
+
+@pytest.fixture(scope="session")
+def slurm() -> str:
+    """A running single-node Slurm (idempotent start); skipped only without root or the packages."""
+    if os.geteuid() != 0:
+        pytest.skip("the local Slurm needs root (start-slurm starts munged/slurmctld/slurmd)")
+    missing = [name for name in REQUIRED_BINARIES if _find_binary(name) is None]
+    if missing:
+        pytest.skip(f"Slurm/munge packages missing ({', '.join(missing)}): "
+                    "apt-get install slurmctld slurmd slurm-client munge")
+    result = subprocess.run([str(START_SLURM)], capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        pytest.fail(f"start-slurm failed (rc {result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result.stdout.strip()
+
+
+def test_sbatch_wrap_runs_on_this_node_with_tmpdir(slurm, tmp_path):
+    """A plain batch job completes on this machine; Slurm gives it a job id and a TMPDIR."""
+    script = 'hostname; echo "job=${SLURM_JOB_ID:-}"; echo "tmpdir=${TMPDIR:-}"; echo "slurm_tmpdir=${SLURM_TMPDIR:-}"'
+    env_without_tmpdir = {key: value for key, value in os.environ.items() if key != "TMPDIR"}
+    job_id, state = sbatch_and_wait(
+        ["--output=job.out", "--wrap", script], cwd=tmp_path, timeout=60, env=env_without_tmpdir
+    )
+    assert state == "COMPLETED", (tmp_path / "job.out").read_text()
+    lines = (tmp_path / "job.out").read_text().split()
+    assert lines[0] == socket.gethostname()
+    fields = parse_job_fields(" ".join(lines[1:]))
+    assert fields["job"] == str(job_id)
+    # With TMPDIR unset at submission, slurmd sets it to TmpFS (/tmp); SLURM_TMPDIR is not a Slurm variable.
+    assert fields["tmpdir"] == "/tmp"
+    assert fields["slurm_tmpdir"] == ""
+
+
+def test_executor_slurm_runs_two_layer_workflow_from_profile(slurm, tmp_path):
+    """`snakemake --profile` with the slurm executor: each rule job is its own Slurm job."""
+    (tmp_path / "Snakefile").write_text(TWO_LAYER_SNAKEFILE)
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    (profile / "config.v8+.yaml").write_text(SLURM_PROFILE_YAML)
+
+    rc, out = run_snakemake(["--profile", str(profile)], cwd=tmp_path, timeout=120)
+
+    assert rc == 0, out[-4000:]
+    x_fields = parse_job_fields((tmp_path / "a/x.txt").read_text())
+    y_fields = parse_job_fields((tmp_path / "a/y.txt").read_text())
+    merged = (tmp_path / "b/merged.txt").read_text().splitlines()
+    merge_fields = parse_job_fields(merged[-1])
+    job_ids = {x_fields["job"], y_fields["job"], merge_fields["job"]}
+    assert "none" not in job_ids and len(job_ids) == 3, merged
+    assert merged[:2] == [(tmp_path / "a/x.txt").read_text().strip(), (tmp_path / "a/y.txt").read_text().strip()]
+    submitted = set(re.findall(r"submitted with SLURM jobid (\d+)", out))
+    assert submitted == job_ids
+    assert {job_state(job_id) for job_id in submitted} == {"COMPLETED"}
+
+
+def test_failing_rule_reports_slurm_status(slurm, tmp_path):
+    """A rule exiting 3 fails the run and Snakemake names the SLURM job and its FAILED state.
+
+    A succeeding job runs alongside on purpose: the plugin backs off by 10 s after a status round in which
+    nothing succeeded, and shutdown waits for that sleep (a lone failing job costs ~22 s extra).
+    """
+    (tmp_path / "Snakefile").write_text(textwrap.dedent("""\
+        rule boom:
+            output: "boom.txt"
+            shell: "echo boom-stderr >&2; exit 3"
+
+        rule ok:
+            output: "ok.txt"
+            shell: "echo ok > {output}"
+        """))
+    rc, out = run_snakemake(
+        # targets first: --default-resources takes all following words as resources
+        ["boom.txt", "ok.txt", "--executor", "slurm", "--jobs", "2", "--keep-going",
+         "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
+         "--default-resources", "slurm_partition=debug", "mem_mb=500", "runtime=10"],
+        cwd=tmp_path, timeout=120,
+    )
+    assert rc != 0, out[-4000:]
+    failed = re.findall(r"SLURM-job '(\d+)' failed, SLURM status is: '(\w+)'", out)
+    assert len(failed) == 1, out[-4000:]
+    job_id, status = failed[0]
+    assert status == "FAILED"
+    assert job_state(job_id) == "FAILED"
+    assert "Error in rule boom" in out
+    assert not (tmp_path / "boom.txt").exists()
+    assert (tmp_path / "ok.txt").read_text() == "ok\n"
+    # the rule's own stderr is kept in the per-job Slurm log
+    logs = list((tmp_path / ".snakemake/slurm_logs/rule_boom").glob(f"{job_id}.log"))
+    assert logs and "boom-stderr" in logs[0].read_text()
+
+
+def test_in_allocation_jobstep_mode_runs_rules_as_srun_steps(slurm, tmp_path):
+    """One allocation (sbatch -N1 -c 2) runs Snakemake with the slurm-jobstep executor: rule jobs are steps.
+
+    (As top-level executor slurm-jobstep runs the steps one after another; see .test/slurm/README.md.)
+    """
+    (tmp_path / "Snakefile").write_text(TWO_LAYER_SNAKEFILE)
+    snakemake_cmd = " ".join(SNAKEMAKE + ["--executor", "slurm-jobstep", "--jobs", "2", "--latency-wait", "5"])
+    (tmp_path / "inalloc.sbatch").write_text(textwrap.dedent(f"""\
+        #!/bin/bash
+        #SBATCH --job-name=smk-inalloc
+        #SBATCH --nodes=1
+        #SBATCH --cpus-per-task=2
+        #SBATCH --output=inalloc.log
+        set -euo pipefail
+        exec {snakemake_cmd}
+        """))
+    job_id, state = sbatch_and_wait(["inalloc.sbatch"], cwd=tmp_path, timeout=120)
+
+    log = (tmp_path / "inalloc.log").read_text()
+    assert state == "COMPLETED", log[-4000:]
+    rows = [parse_job_fields(line) for line in (tmp_path / "b/merged.txt").read_text().splitlines()]
+    assert [row["job"] for row in rows] == [str(job_id)] * 3  # all inside the one allocation
+    steps = [row["step"] for row in rows]
+    assert all(step.isdigit() for step in steps) and len(set(steps)) == 3, steps  # each its own srun step
+
+
+def test_start_slurm_rerun_keeps_running_daemons(slurm):
+    """A second start-slurm is a no-op check: same slurmctld/slurmd processes, node still usable."""
+    state_dir = Path(re.search(r"state (\S+)", slurm).group(1))
+    pids_before = {name: (state_dir / "run" / f"{name}.pid").read_text() for name in ("slurmctld", "slurmd")}
+    result = subprocess.run([str(START_SLURM)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("start-slurm: ok:") and len(result.stdout.splitlines()) == 1
+    pids_after = {name: (state_dir / "run" / f"{name}.pid").read_text() for name in ("slurmctld", "slurmd")}
+    assert pids_after == pids_before
+    assert "restarting" not in result.stderr
+
+
+def test_sigint_makes_snakemake_cancel_its_slurm_job(slurm, tmp_path):
+    """SIGINT (restored in the child) stops a waiting Snakemake, which scancels its running job."""
+    (tmp_path / "Snakefile").write_text(textwrap.dedent("""\
+        rule slow:
+            output: "slow.txt"
+            shell: "sleep 300; touch {output}"
+        """))
+    proc, log_path = start_snakemake(
+        ["--executor", "slurm", "--jobs", "1",
+         "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
+         "--default-resources", "slurm_partition=debug", "mem_mb=500", "runtime=10"],
+        cwd=tmp_path,
+    )
+    deadline = time.monotonic() + 60
+    while not (match := re.search(r"submitted with SLURM jobid (\d+)", log_path.read_text())):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            finish_snakemake(proc, log_path, timeout=1)
+            pytest.fail(f"no job submitted:\n{log_path.read_text()[-3000:]}")
+        time.sleep(0.2)
+    job_id = match.group(1)
+    proc.send_signal(signal.SIGINT)
+    rc, out = finish_snakemake(proc, log_path, timeout=30)
+    assert rc != 0
+    assert "Terminating processes on user request" in out
+    assert job_state(job_id) in {"CANCELLED", "COMPLETING"}  # COMPLETING while slurmd kills the step
+    assert not (tmp_path / "slow.txt").exists()

@@ -1,6 +1,9 @@
 """Shared fixtures: the .test data set and one pipeline run on it, made once per test session."""
 
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -61,3 +64,73 @@ def pipeline_run(tmp_path_factory, testdata):
 @pytest.fixture(scope="session")
 def truth(testdata):
     return json.loads((testdata / "truth" / "meta.json").read_text())
+
+
+# --- a real single-node Slurm (.test/slurm/start-slurm) and Snakemake runs that can be interrupted
+
+START_SLURM = REPO / ".test" / "slurm" / "start-slurm"
+REQUIRED_BINARIES = ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "scontrol", "srun")
+SNAKEMAKE_MODULE = [sys.executable, "-m", "snakemake"]
+
+
+def _find_binary(name: str) -> str | None:
+    """Locate a Slurm/munge binary; daemons live in /usr/sbin, which a non-login PATH may lack."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin")
+
+
+def _restore_sigint() -> None:
+    """Run in the child before exec: undo an inherited SIG_IGN so SIGINT can stop Snakemake."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_interruptible(args: list[str], cwd: Path) -> tuple[subprocess.Popen, Path]:
+    """Start Snakemake in `cwd` in its own session with SIGINT enabled; output goes to cwd/snakemake.out."""
+    log_path = cwd / "snakemake.out"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            SNAKEMAKE_MODULE + args,
+            cwd=cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_restore_sigint,
+        )
+    return proc, log_path
+
+
+def finish_interruptible(proc: subprocess.Popen, log_path: Path, timeout: float) -> tuple[int, str]:
+    """Wait for Snakemake; on timeout SIGINT it (it then cancels its Slurm jobs) and fail the test."""
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        pytest.fail(f"snakemake did not finish in {timeout} s:\n{log_path.read_text()[-4000:]}")
+    return rc, log_path.read_text()
+
+
+def run_interruptible(args: list[str], cwd: Path, timeout: float) -> tuple[int, str]:
+    """Run Snakemake in `cwd` to the end; return (exit code, combined output)."""
+    return finish_interruptible(*start_interruptible(args, cwd), timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def slurm() -> str:
+    """A running single-node Slurm (idempotent start); skipped only without root or the packages."""
+    if os.geteuid() != 0:
+        pytest.skip("the local Slurm needs root (start-slurm starts munged/slurmctld/slurmd)")
+    missing = [name for name in REQUIRED_BINARIES if _find_binary(name) is None]
+    if missing:
+        pytest.skip(f"Slurm/munge packages missing ({', '.join(missing)}): "
+                    "apt-get install slurmctld slurmd slurm-client munge")
+    result = subprocess.run([str(START_SLURM)], capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        pytest.fail(f"start-slurm failed (rc {result.returncode}):\n{result.stdout}\n{result.stderr}")
+    return result.stdout.strip()
+
+

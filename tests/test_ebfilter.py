@@ -9,6 +9,7 @@ import pytest
 
 from genomon_smk import betabinom, ebfilter
 from genomon_smk.ebfilter import VariantKey
+from genomon_smk.mpileup import tokenize_read_bases
 
 CONTIG = "chr1"
 CONTIG_LENGTH = 3000
@@ -19,15 +20,6 @@ CONTROLS = 8  # with <= 5 alt-free controls the penalised fit cannot give high s
 
 # --- counting rules -------------------------------------------------------------------------
 
-def test_split_read_bases_handles_markers_and_indels():
-    symbols, indels = ebfilter.split_read_bases("^+A$c+2AGg-3NNNt^-*^$G$")
-    assert symbols == "Acgt*G"
-    assert indels == ["+AG", "-NNN"]
-    # an indel longer than 9 and a MAPQ character that looks like a token
-    symbols, indels = ebfilter.split_read_bases("^+T+12ACGTACGTACGTa^$-")
-    assert symbols == "Ta-" and indels == ["+ACGTACGTACGT"]
-
-
 def test_count_snv_uses_base_quality_and_case():
     quals = "".join(chr(33 + q) for q in (30, 30, 10, 30, 30, 14, 15, 30))
     # passing BQ >= 15: A a t t N n (T has 10; '*' is no base)
@@ -37,7 +29,7 @@ def test_count_snv_uses_base_quality_and_case():
 
 
 def test_indel_counting_tumor_exact_controls_any():
-    symbols, indels = ebfilter.split_read_bases("A+2ATa+2atC+3GGGc-2NNg-2nnT")
+    symbols, indels = tokenize_read_bases("A+2ATa+2atC+3GGGc-2NNg-2nnT")
     insertion = VariantKey("ins", "AT")
     deletion = VariantKey("del", "CC")
     assert ebfilter.count_indel(symbols, indels, insertion, any_sequence=False) == (3, 1, 3, 1)
@@ -45,6 +37,18 @@ def test_indel_counting_tumor_exact_controls_any():
     assert ebfilter.count_indel(symbols, indels, deletion, any_sequence=False) == (3, 1, 3, 1)
     assert ebfilter.count_indel(symbols, indels, VariantKey("del", "CCC"), any_sequence=False) == (3, 0, 3, 0)
     assert ebfilter.count_indel(symbols, indels, VariantKey("del", "CCC"), any_sequence=True) == (3, 1, 3, 1)
+
+
+def test_count_sample_indels_through_shared_tokenizer():
+    # '^+' and '^-' are read starts with MAPQ characters, not indels; '$' ends a read
+    read_bases, quals = "^+A$c+2AGg-3NNNt^-*^$G$", "IIIIII"
+    insertion, deletion = VariantKey("ins", "AG"), VariantKey("del", "CCC")
+    assert ebfilter.count_sample("6", read_bases, quals, insertion, 15, is_control=False) == (2, 1, 3, 0)
+    assert ebfilter.count_sample("6", read_bases, quals, deletion, 15, is_control=False) == (2, 1, 3, 0)
+    assert ebfilter.count_sample("6", read_bases, quals, VariantKey("del", "CC"), 15,
+                                 is_control=False) == (2, 0, 3, 0)
+    assert ebfilter.count_sample("6", read_bases, quals, VariantKey("del", "CC"), 15,
+                                 is_control=True) == (2, 1, 3, 0)
 
 
 @pytest.mark.parametrize("ref, alt, key, pos", [
@@ -341,15 +345,3 @@ def test_uncovered_site_scores_zero():
     counts = ebfilter.count_sample(*empty, VariantKey("snv", "A"), 15, is_control=False)
     assert counts == (0, 0, 0, 0)
     assert betabinom.format_score(ebfilter.score_counts(counts, [counts] * 3)) == "0"
-
-
-def test_tokenising_agrees_with_shared_mpileup_parser():
-    """Our splitter and genomon_smk.mpileup's tokenizer agree (so the lead can fold them)."""
-    mpileup = pytest.importorskip("genomon_smk.mpileup")
-    rng = random.Random(4)
-    pieces = ["A", "c", "*", "#", ">", "^+", "^$", "^-", "$", "+2AG", "-3nnn", "+11ACGTACGTACG", "t"]
-    for _ in range(300):
-        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 15)))
-        ours = ebfilter.split_read_bases(text)
-        symbols, tokens = mpileup.tokenize_read_bases(text)
-        assert ours == (symbols, [t.kind + t.sequence for t in tokens]), text

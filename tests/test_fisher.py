@@ -8,7 +8,6 @@ import stat
 import subprocess
 import sys
 
-import numpy as np
 import pysam
 import pytest
 from scipy.stats import beta as beta_dist
@@ -166,31 +165,7 @@ def expected_score(table):
     return "%.3f" % score
 
 
-# ----------------------------------------------------------------------------- statistics
-
-def test_fisher_exact_matches_scipy_relative_1e9():
-    rng = np.random.default_rng(3)
-    tables = [tuple(int(v) for v in rng.integers(0, [80, 80, 25, 25])) for _ in range(1500)]
-    tables += [(a, a, c, c) for a in range(12) for c in range(12)]  # symmetric ties
-    tables += [(400, 380, 40, 0), (3000, 2500, 2, 150)]
-    for a, b, c, d in tables:
-        expected = fisher_exact([[a, b], [c, d]]).pvalue
-        got = fisher.fisher_exact_two_sided(a, b, c, d)
-        assert got == pytest.approx(expected, rel=1e-9, abs=1e-300), (a, b, c, d)
-
-
-def test_fisher_score_clamps():
-    assert fisher.fisher_score(10, 10, 10, 10) == 0.0  # p = 1
-    assert fisher.fisher_score(0, 300, 300, 0) == 60.0  # p far below 1e-60
-    p = fisher_exact([[20, 20], [8, 1]]).pvalue
-    assert fisher.fisher_score(20, 20, 8, 1) == pytest.approx(-math.log10(p), rel=1e-9)
-
-
-def test_beta_posterior_matches_scipy():
-    b10, mean, b90 = fisher.beta_posterior(7, 30)
-    assert b10 == pytest.approx(beta_dist.ppf(0.1, 8, 31), rel=1e-9)
-    assert b90 == pytest.approx(beta_dist.ppf(0.9, 8, 31), rel=1e-9)
-    assert mean == pytest.approx(8 / 39)
+# Fisher's exact test, its score and the Beta posterior are tested in test_stats.py.
 
 
 # ----------------------------------------------------------------------------- SNV end to end

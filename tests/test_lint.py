@@ -8,14 +8,17 @@ from pathlib import Path
 
 import yaml
 
+from conftest import write_config
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 RULE_FILES = sorted((REPO / "workflow").rglob("*.smk")) + [REPO / "workflow" / "Snakefile"]
 
 
-def test_snakemake_lint_is_clean():
+def test_snakemake_lint_is_clean(tmp_path, testdata):
+    config = write_config(tmp_path, testdata)
     result = subprocess.run(
-        [str(BIN / "snakemake"), "--lint", "--configfile", ".test/config/config.yaml"],
+        [str(BIN / "snakemake"), "--lint", "--configfile", str(config)],
         cwd=REPO, capture_output=True, text=True,
     )
     output = result.stdout + result.stderr

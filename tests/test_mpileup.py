@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import subprocess
 
 import pytest
@@ -27,6 +28,33 @@ def test_indel_tokens_take_exactly_their_length():
     assert bases == ".T,,."
     assert indels == [IndelToken("+", "AG", False), IndelToken("-", "acgtacgtacgt", True),
                       IndelToken("-", "N", False)]
+
+
+def test_bare_sign_and_long_indel_after_special_mapq():
+    # '^+T' is a read start (MAPQ '+') then T; '+12' takes exactly 12 letters; a sign
+    # without a length is not a token and stays a symbol
+    bases, indels = mpileup.tokenize_read_bases("^+T+12ACGTACGTACGTa^$-")
+    assert bases == "Ta-"
+    assert indels == [IndelToken("+", "ACGTACGTACGT", False)]
+
+
+def test_tokenizing_concatenated_pieces_concatenates_their_parts():
+    """Random strings of valid pieces: bases and tokens are those of the pieces, in order."""
+    rng = random.Random(4)
+    # piece -> (bases it contributes, indel tokens it contributes)
+    pieces = {"A": ("A", []), "c": ("c", []), "*": ("*", []), "#": ("#", []), ">": (">", []),
+              ".": (".", []), ",": (",", []), "^+": ("", []), "^$": ("", []), "^-": ("", []),
+              "^^": ("", []), "$": ("", []), "+2AG": ("", [IndelToken("+", "AG", False)]),
+              "-3nnn": ("", [IndelToken("-", "nnn", True)]),
+              "+11ACGTACGTACG": ("", [IndelToken("+", "ACGTACGTACG", False)]),
+              "-1a": ("", [IndelToken("-", "a", True)])}
+    names = sorted(pieces)
+    for _ in range(300):
+        chosen = [rng.choice(names) for _ in range(rng.randint(0, 15))]
+        expected_bases = "".join(pieces[p][0] for p in chosen)
+        expected_indels = [token for p in chosen for token in pieces[p][1]]
+        text = "".join(chosen)
+        assert mpileup.tokenize_read_bases(text) == (expected_bases, expected_indels), text
 
 
 def test_count_sample_strands_bq_and_indel_depth():

@@ -27,12 +27,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import finish_interruptible, run_interruptible, start_interruptible
+
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 
 REPO = Path(__file__).resolve().parents[1]
-START_SLURM = REPO / ".test" / "slurm" / "start-slurm"
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-REQUIRED_BINARIES = ("slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "scontrol", "srun")
 
 # Flags for the slurm executor without Slurm accounting: sacct fails there, and the plugin's default
 # (sacct) would then wait for ever; squeue works because MinJobAge=600 keeps finished jobs visible.
@@ -62,52 +61,6 @@ rule merge:
     output: "b/merged.txt"
     shell: "cat {input} > {output}; echo merge job=${{SLURM_JOB_ID:-none}} step=${{SLURM_STEP_ID:-none}} >> {output}"
 """
-
-
-def _find_binary(name: str) -> str | None:
-    """Locate a Slurm/munge binary; daemons live in /usr/sbin, which a non-login PATH may lack."""
-    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin")
-
-
-def _restore_sigint() -> None:
-    """Run in the child before exec: undo an inherited SIG_IGN so SIGINT can stop Snakemake."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def start_snakemake(args: list[str], cwd: Path) -> tuple[subprocess.Popen, Path]:
-    """Start Snakemake in `cwd` in its own session with SIGINT enabled; output goes to cwd/snakemake.out."""
-    log_path = cwd / "snakemake.out"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            SNAKEMAKE + args,
-            cwd=cwd,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=_restore_sigint,
-        )
-    return proc, log_path
-
-
-def finish_snakemake(proc: subprocess.Popen, log_path: Path, timeout: float) -> tuple[int, str]:
-    """Wait for Snakemake; on timeout SIGINT it (it then cancels its Slurm jobs) and fail the test."""
-    try:
-        rc = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        pytest.fail(f"snakemake did not finish in {timeout} s:\n{log_path.read_text()[-4000:]}")
-    return rc, log_path.read_text()
-
-
-def run_snakemake(args: list[str], cwd: Path, timeout: float) -> tuple[int, str]:
-    """Run Snakemake in `cwd` to the end; return (exit code, combined output)."""
-    return finish_snakemake(*start_snakemake(args, cwd), timeout=timeout)
 
 
 FINAL_JOB_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
@@ -147,21 +100,6 @@ def parse_job_fields(line: str) -> dict[str, str]:
     return dict(field.split("=", 1) for field in line.split() if "=" in field)
 
 
-@pytest.fixture(scope="session")
-def slurm() -> str:
-    """A running single-node Slurm (idempotent start); skipped only without root or the packages."""
-    if os.geteuid() != 0:
-        pytest.skip("the local Slurm needs root (start-slurm starts munged/slurmctld/slurmd)")
-    missing = [name for name in REQUIRED_BINARIES if _find_binary(name) is None]
-    if missing:
-        pytest.skip(f"Slurm/munge packages missing ({', '.join(missing)}): "
-                    "apt-get install slurmctld slurmd slurm-client munge")
-    result = subprocess.run([str(START_SLURM)], capture_output=True, text=True, timeout=120)
-    if result.returncode != 0:
-        pytest.fail(f"start-slurm failed (rc {result.returncode}):\n{result.stdout}\n{result.stderr}")
-    return result.stdout.strip()
-
-
 def test_sbatch_wrap_runs_on_this_node_with_tmpdir(slurm, tmp_path):
     """A plain batch job completes on this machine; Slurm gives it a job id and a TMPDIR."""
     script = 'hostname; echo "job=${SLURM_JOB_ID:-}"; echo "tmpdir=${TMPDIR:-}"; echo "slurm_tmpdir=${SLURM_TMPDIR:-}"'
@@ -186,7 +124,7 @@ def test_executor_slurm_runs_two_layer_workflow_from_profile(slurm, tmp_path):
     profile.mkdir()
     (profile / "config.v8+.yaml").write_text(SLURM_PROFILE_YAML)
 
-    rc, out = run_snakemake(["--profile", str(profile)], cwd=tmp_path, timeout=120)
+    rc, out = run_interruptible(["--profile", str(profile)], cwd=tmp_path, timeout=120)
 
     assert rc == 0, out[-4000:]
     x_fields = parse_job_fields((tmp_path / "a/x.txt").read_text())
@@ -216,7 +154,7 @@ def test_failing_rule_reports_slurm_status(slurm, tmp_path):
             output: "ok.txt"
             shell: "echo ok > {output}"
         """))
-    rc, out = run_snakemake(
+    rc, out = run_interruptible(
         # targets first: --default-resources takes all following words as resources
         ["boom.txt", "ok.txt", "--executor", "slurm", "--jobs", "2", "--keep-going",
          "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
@@ -282,7 +220,7 @@ def test_sigint_makes_snakemake_cancel_its_slurm_job(slurm, tmp_path):
             output: "slow.txt"
             shell: "sleep 300; touch {output}"
         """))
-    proc, log_path = start_snakemake(
+    proc, log_path = start_interruptible(
         ["--executor", "slurm", "--jobs", "1",
          "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
          "--default-resources", "slurm_partition=debug", "mem_mb=500", "runtime=10"],
@@ -291,12 +229,12 @@ def test_sigint_makes_snakemake_cancel_its_slurm_job(slurm, tmp_path):
     deadline = time.monotonic() + 60
     while not (match := re.search(r"submitted with SLURM jobid (\d+)", log_path.read_text())):
         if proc.poll() is not None or time.monotonic() > deadline:
-            finish_snakemake(proc, log_path, timeout=1)
+            finish_interruptible(proc, log_path, timeout=1)
             pytest.fail(f"no job submitted:\n{log_path.read_text()[-3000:]}")
         time.sleep(0.2)
     job_id = match.group(1)
     proc.send_signal(signal.SIGINT)
-    rc, out = finish_snakemake(proc, log_path, timeout=30)
+    rc, out = finish_interruptible(proc, log_path, timeout=30)
     assert rc != 0
     assert "Terminating processes on user request" in out
     assert job_state(job_id) in {"CANCELLED", "COMPLETING"}  # COMPLETING while slurmd kills the step

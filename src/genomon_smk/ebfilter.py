@@ -43,6 +43,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402  (after the OPENBLAS setting)
 
 from genomon_smk import betabinom, tool_version  # noqa: E402
+from genomon_smk.mpileup import IndelToken, tokenize_read_bases  # noqa: E402
 
 LOG = logging.getLogger("EBFilter")
 
@@ -53,7 +54,6 @@ _IS_UPPER_BASE = np.zeros(256, dtype=bool)
 _IS_UPPER_BASE[list(b"ACGTN")] = True
 _IS_LOWER_BASE = np.zeros(256, dtype=bool)
 _IS_LOWER_BASE[list(b"acgtn")] = True
-_TOKEN = re.compile(r"\^.|\$|[+-](\d+)", re.S)
 
 
 # --- variants and positions ----------------------------------------------------------------
@@ -120,31 +120,7 @@ def in_region(contig: str, pos: int, region: tuple[str, int, float] | None) -> b
     return region is None or (contig == region[0] and region[1] <= pos <= region[2])
 
 
-# --- read-base strings ------------------------------------------------------------------------
-
-def split_read_bases(read_bases: str) -> tuple[str, list[str]]:
-    """Split an mpileup read-base string into (per-read symbols, indel tokens).
-
-    ``^`` plus its MAPQ character and ``$`` are dropped; ``+N<seq>``/``-N<seq>`` tokens are
-    returned as ``'+seq'``/``'-seq'`` (N letters exactly). The remaining symbols align one
-    to one with the quality string.
-    """
-    pieces: list[str] = []
-    indels: list[str] = []
-    pos = 0
-    while True:
-        match = _TOKEN.search(read_bases, pos)
-        if match is None:
-            pieces.append(read_bases[pos:])
-            return "".join(pieces), indels
-        pieces.append(read_bases[pos:match.start()])
-        if match.group(1) is None:
-            pos = match.end()
-        else:
-            length = int(match.group(1))
-            indels.append(read_bases[match.start()] + read_bases[match.end():match.end() + length])
-            pos = match.end() + length
-
+# --- counting (read-base strings are split by genomon_smk.mpileup.tokenize_read_bases) ------
 
 def count_snv(symbols: str, quals: str, alt: str, min_bq: int) -> tuple[int, int, int, int]:
     """(depth+, alt+, depth-, alt-) from cleaned symbols: bases with BQ >= min_bq only.
@@ -165,23 +141,22 @@ def count_snv(symbols: str, quals: str, alt: str, min_bq: int) -> tuple[int, int
             int(lower.sum()), int((lower & (codes == alt_code + 32)).sum()))
 
 
-def indel_matches(token: str, key: VariantKey, any_sequence: bool) -> bool:
-    """Does an indel token ('+seq'/'-seq') count for the variant?
+def indel_matches(token: IndelToken, key: VariantKey, any_sequence: bool) -> bool:
+    """Does an indel token count for the variant?
 
     Same type is required; the tumor also needs the same inserted letters
     (case-insensitive) or the same deletion length, controls (``any_sequence``) do not.
     """
-    sign, letters = token[0], token[1:]
-    if (sign == "+") != (key.kind == "ins"):
+    if (token.kind == "+") != (key.kind == "ins"):
         return False
     if any_sequence:
         return True
     if key.kind == "ins":
-        return letters.upper() == key.seq.upper()
-    return len(letters) == len(key.seq)
+        return token.sequence.upper() == key.seq.upper()
+    return len(token.sequence) == len(key.seq)
 
 
-def count_indel(symbols: str, indels: Iterable[str], key: VariantKey,
+def count_indel(symbols: str, indels: Iterable[IndelToken], key: VariantKey,
                 any_sequence: bool) -> tuple[int, int, int, int]:
     """(depth+, alt+, depth-, alt-) for an indel: depth = letters per case, no BQ filter;
     alt = matching indel tokens, strand from the case of their letters."""
@@ -190,7 +165,7 @@ def count_indel(symbols: str, indels: Iterable[str], key: VariantKey,
     alt_plus = alt_minus = 0
     for token in indels:
         if indel_matches(token, key, any_sequence):
-            if token[1:].islower():
+            if token.is_reverse:
                 alt_minus += 1
             else:
                 alt_plus += 1
@@ -202,7 +177,7 @@ def count_sample(depth: str, read_bases: str, quals: str, key: VariantKey, min_b
     """Per-strand counts of one sample's pileup triple (all zero for an empty pileup)."""
     if depth == "0" or read_bases in ("", "*") and quals in ("", "*"):
         return 0, 0, 0, 0
-    symbols, indels = split_read_bases(read_bases)
+    symbols, indels = tokenize_read_bases(read_bases)
     if key.kind == "snv":
         if len(symbols) != len(quals):
             LOG.warning("read bases and qualities differ in length; sample counted as empty")

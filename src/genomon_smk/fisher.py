@@ -15,7 +15,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import functools
 import logging
 import math
 import os
@@ -24,17 +23,14 @@ import sys
 from dataclasses import dataclass
 from typing import Iterable, Iterator, TextIO
 
-import numpy as np
-from scipy.special import betaincinv
-
 from genomon_smk import tool_version
 from genomon_smk.mpileup import (BASES, SNV_BASES, SampleCounts, build_mpileup_command,
                                  count_sample, stream_mpileup, variant_read_upper_bound)
+from genomon_smk.stats import beta_posterior, fisher_score
 
 LOG = logging.getLogger("fisher")
 
 MISSING = "---"
-SCORE_MAX = 60.0  # -log10 p is clamped here (p < 1e-60)
 
 PAIR_HEADER = ["Chr", "Start", "End", "Ref", "Alt", "depth_tumor", "variantNum_tumor",
                "depth_normal", "variantNum_normal", "bases_tumor", "bases_normal",
@@ -46,51 +42,6 @@ SINGLE_HEADER = ["Chr", "Start", "End", "Ref", "Alt", "depth", "variantNum", "ba
 
 
 # ----------------------------------------------------------------------------- statistics
-
-@functools.lru_cache(maxsize=1 << 16)
-def fisher_exact_two_sided(a: int, b: int, c: int, d: int) -> float:
-    """Two-sided Fisher's exact p for the table [[a, b], [c, d]] (scipy's definition).
-
-    p = sum of the hypergeometric probabilities of all tables with the same margins that are
-    no more probable than the observed one. The probabilities are built from the ratio
-    recurrence P(x+1)/P(x) in log space and normalised by their own sum, which keeps relative
-    precision far better than differences of large log-gamma values.
-    """
-    row1, row2, col1 = a + b, c + d, a + c
-    col2 = b + d
-    if row1 == 0 or row2 == 0 or col1 == 0 or col2 == 0:
-        return 1.0
-    low, high = max(0, col1 - row2), min(row1, col1)
-    if low == high:
-        return 1.0
-    x = np.arange(low, high, dtype=np.float64)
-    log_ratio = (np.log((row1 - x) * (col1 - x)) - np.log((x + 1.0) * (row2 - col1 + x + 1.0)))
-    log_pmf = np.concatenate(([0.0], np.cumsum(log_ratio)))
-    log_pmf -= log_pmf.max()
-    observed = log_pmf[a - low]
-    weights = np.exp(log_pmf)
-    # Relative tolerance for "as probable as observed" (ties by symmetry must be included).
-    as_extreme = log_pmf <= observed + 1e-7
-    p_value = weights[as_extreme].sum() / weights.sum()
-    return min(float(p_value), 1.0)
-
-
-def fisher_score(a: int, b: int, c: int, d: int) -> float:
-    """−log10 of the two-sided Fisher p, clamped: p < 1e-60 → 60, p > 1 − 1e-10 → 0."""
-    p_value = fisher_exact_two_sided(max(a, 0), max(b, 0), max(c, 0), max(d, 0))
-    if p_value < 1e-60:
-        return SCORE_MAX
-    if p_value > 1.0 - 1e-10:
-        return 0.0
-    return -math.log10(p_value)
-
-
-def beta_posterior(variant: int, reference: int) -> tuple[float, float, float]:
-    """10% quantile, mean and 90% quantile of Beta(variant+1, reference+1)."""
-    alpha, beta = variant + 1.0, max(reference, 0) + 1.0
-    return (float(betaincinv(alpha, beta, 0.1)), alpha / (alpha + beta),
-            float(betaincinv(alpha, beta, 0.9)))
-
 
 def ratio(numerator: int, denominator: int) -> float:
     """numerator/denominator, 0.0 when the denominator is 0."""

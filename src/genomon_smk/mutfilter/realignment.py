@@ -25,13 +25,13 @@ candidate (re-used for every read), reads fetched in-process.
 
 from __future__ import annotations
 
-import math
 import shutil
 from dataclasses import dataclass
 from typing import Iterable
 
 import pysam
 
+from .. import stats
 from .table import NA, Candidate
 from .vcf import VcfField, VcfLayout
 
@@ -209,29 +209,15 @@ def count_fragments(reads: Iterable[tuple[str, str]], scorer) -> tuple[int, int,
 # ---------------------------------------------------------------- statistics
 
 def fisher_score(t_ref: int, n_ref: int, t_alt: int, n_alt: int) -> str:
-    """-log10 of the two-sided Fisher p of [[T_ref, N_ref], [T_alt, N_alt]], ``%.3f``.
-
-    p < 1e-60 prints 60, p > 1 - 1e-10 prints 0 (upstream clamps).
-    """
-    from scipy.stats import fisher_exact
-
-    p = fisher_exact([[t_ref, n_ref], [t_alt, n_alt]], alternative="two-sided")[1]
-    if p < 1e-60:
-        score = 60.0
-    elif p > 1.0 - 1e-10:
-        score = 0.0
-    else:
-        score = -math.log10(p)
-    return "%.3f" % score
+    """Clamped -log10 two-sided Fisher p of [[T_ref, N_ref], [T_alt, N_alt]] as ``%.3f``
+    (see :func:`genomon_smk.stats.fisher_score`)."""
+    return "%.3f" % stats.fisher_score(t_ref, n_ref, t_alt, n_alt)
 
 
 def beta_summary(alt: int, ref: int) -> tuple[str, str, str]:
-    """10% quantile, mean and 90% quantile of Beta(alt+1, ref+1), each ``%.3f``."""
-    from scipy.stats import beta
-
-    a, b = alt + 1, ref + 1
-    low, high = beta.ppf([0.1, 0.9], a, b)
-    return "%.3f" % low, "%.3f" % (a / (a + b)), "%.3f" % high
+    """10% quantile, mean and 90% quantile of Beta(alt+1, ref+1), each ``%.3f``
+    (see :func:`genomon_smk.stats.beta_posterior`)."""
+    return tuple("%.3f" % value for value in stats.beta_posterior(alt, ref))
 
 
 # ---------------------------------------------------------------- the annotator

@@ -1,0 +1,47 @@
+"""The .test pipeline through profiles/slurm on a real Slurm gives the local run's results."""
+
+import subprocess
+
+import pytest
+
+from conftest import REPO, run_interruptible, write_config
+
+pytestmark = [pytest.mark.slurm, pytest.mark.workflow, pytest.mark.timeout(1500)]
+
+# This test cluster has no accounting (poll with squeue), one 2-CPU node and a `debug` partition;
+# one thread per job lets two jobs run at once. bwa -K keeps alignments independent of threads.
+TEST_CLUSTER = [
+    "--slurm-status-command", "squeue",
+    "--slurm-init-seconds-before-status-checks", "2",
+    "--latency-wait", "5",
+    "--jobs", "4",
+    "--set-resources", "map_reads:mem_mb=1000", "markdup:mem_mb=1500", "merge_bam:mem_mb=800",
+    "identify_mutations:mem_mb=1000",
+    "--default-resources", "slurm_partition=debug", "mem_mb=800", "runtime=30",
+]
+
+
+def bam_records(path):
+    """The BAM's records and its header without @PG lines (they name commands and paths)."""
+    text = subprocess.run(["samtools", "view", "-h", str(path)], capture_output=True, text=True, check=True).stdout
+    return [line for line in text.splitlines() if not line.startswith("@PG")]
+
+
+def result_rows(path):
+    return [line for line in path.read_text().splitlines() if not line.startswith("#")]
+
+
+def test_slurm_profile_runs_the_pipeline_with_the_local_results(slurm, testdata, pipeline_run, tmp_path):
+    config = write_config(tmp_path, testdata, map={"threads": 1}, markdup={"threads": 1})
+    args = ["--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(config), *TEST_CLUSTER]
+    rc, output = run_interruptible(args, cwd=REPO, timeout=1400)
+    assert rc == 0, output[-5000:]
+    assert "SLURM" in output or "slurm" in output
+    results = tmp_path / "results"
+    for sample in ("tumor", "normal", "pon1"):
+        name = f"bam/{sample}/{sample}.markdup.bam"
+        assert bam_records(results / name) == bam_records(pipeline_run / name), sample
+    for suffix in (".txt", ".filt.txt"):
+        name = f"mutation/tumor/tumor.genomon_mutation.result{suffix}"
+        assert result_rows(results / name) == result_rows(pipeline_run / name)
+    assert [p for p in (results / ".tiers").rglob("*") if p.is_file()] == []

@@ -43,10 +43,10 @@ def write_config(directory, testdata, **overrides):
     return path
 
 
-def run_snakemake(config_path, *args, check=True):
+def run_snakemake(config_path, *args, check=True, env=None):
     """Run the workflow from the repository root, as the README says."""
     command = [SNAKEMAKE, "--profile", "profiles/local", "--configfile", str(config_path), "--cores", "2", *args]
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}")
     return result

@@ -1,6 +1,8 @@
 """The mutation stage end to end on the .test data, measured against the generator's truth."""
 
+import os
 import shutil
+import sys
 
 import pysam
 import pytest
@@ -76,9 +78,14 @@ def test_panel_artifacts_are_called_by_fisher_and_removed_by_ebfilter(pipeline_r
     assert max(eb[site] for site in in_result) < min(eb[site] for site in clonal)
 
 
+def reuse_bams(pipeline_run, run_dir):
+    """A new run directory holding the session run's final BAMs, so only the mutation stage runs."""
+    shutil.copytree(pipeline_run / "bam", run_dir / "results" / "bam", copy_function=shutil.copy2)
+
+
 def test_without_the_panel_the_same_filter_keeps_artifacts(pipeline_run, testdata, tmp_path):
     run_dir = tmp_path / "nopanel"
-    shutil.copytree(pipeline_run / "bam", run_dir / "results" / "bam", copy_function=shutil.copy2)
+    reuse_bams(pipeline_run, run_dir)
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("tumor\tnormal\tpanel\ntumor\tnormal\t\n")
     config = write_config(
@@ -110,3 +117,33 @@ def test_vcf_is_indexed_and_read_by_bcftools(pipeline_run):
             tumor = record.samples["tumor"]
             assert tumor["DP"] == sum(tumor["AD"]) or tumor["DP"] >= tumor["AD"][1]
             assert record.info["EB"] >= 0.8 and "FP" in record.info
+
+
+def fake_upstream_tools(directory, log):
+    """Executables named like Genomon's tools (here wrapping ours) that record each call."""
+    directory.mkdir()
+    for tool, module in (("fisher", "fisher"), ("mutfilter", "mutfilter"), ("EBFilter", "ebfilter"), ("mutil", "mutil")):
+        path = directory / tool
+        path.write_text(f'#!/bin/sh\necho "{tool} $1" >> {log}\nexec {sys.executable} -m genomon_smk.{module} "$@"\n')
+        path.chmod(0o755)
+
+
+def test_upstream_mutation_tools_are_taken_from_path(pipeline_run, testdata, tmp_path):
+    run_dir = tmp_path / "upstream"
+    reuse_bams(pipeline_run, run_dir)
+    calls_log = tmp_path / "calls.log"
+    fake_upstream_tools(tmp_path / "bin", calls_log)
+    config = write_config(run_dir, testdata, mutation_tools="upstream")
+    target = str(result_path(run_dir / "results", ".filt.txt"))
+    refused = run_snakemake(config, target, "-n", check=False)
+    assert refused.returncode != 0
+    assert "upstream's fisher, mutfilter, EBFilter, mutil not on PATH" in refused.stdout + refused.stderr
+    env = dict(os.environ, PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    run_snakemake(config, target, env=env)
+    called = calls_log.read_text().split("\n")
+    for call in ("fisher comparison", "mutfilter realignment", "mutfilter indel", "mutfilter breakpoint", "mutil filter"):
+        assert call in called
+    assert any(line.startswith("EBFilter ") for line in called)
+    ours = [line for line in result_path(pipeline_run, ".txt").read_text().splitlines() if not line.startswith("#")]
+    theirs = [line for line in result_path(run_dir / "results", ".txt").read_text().splitlines() if not line.startswith("#")]
+    assert theirs == ours

@@ -44,4 +44,4 @@ def test_slurm_profile_runs_the_pipeline_with_the_local_results(slurm, testdata,
     for suffix in (".txt", ".filt.txt"):
         name = f"mutation/tumor/tumor.genomon_mutation.result{suffix}"
         assert result_rows(results / name) == result_rows(pipeline_run / name)
-    assert [p for p in (results / ".tiers").rglob("*") if p.is_file()] == []
+    assert [p for p in (results / ".tiers").rglob("*") if p.is_file() and "cache" not in p.parts] == []

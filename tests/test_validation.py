@@ -80,3 +80,19 @@ def test_dry_run_shows_every_job_with_a_static_dag(tmp_path, testdata):
     assert counts["gather_map"] == samples
     assert counts["markdup"] == samples * len(regions)
     assert counts["merge_bam"] == samples
+
+
+def test_a_plan_that_exceeds_a_tier_capacity_is_refused(tmp_path, testdata):
+    output = refused(
+        tmp_path, testdata, "storage tier shared_tmp: the plan needs about",
+        storage={"capacity": {"shared_tmp": "1M"}},
+    )
+    assert "capacity is 1.0 MiB" in output
+
+
+def test_dry_run_prints_the_storage_plan(tmp_path, testdata):
+    config = write_config(tmp_path, testdata, storage={"capacity": {"node_local": "10G"}})
+    result = run_snakemake(config, "-n")
+    plan = result.stderr[result.stderr.index("Storage plan"):]
+    assert "map                 temp    node_local" in plan
+    assert "shared_tmp" in plan and "10.0 GiB" in plan

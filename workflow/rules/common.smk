@@ -15,6 +15,14 @@ from genomon_smk.fastq_split import chunk_name
 from genomon_smk.reference import reference_files, reference_problems
 from genomon_smk.regions import make_regions
 from genomon_smk.samplesheet import InputError, load_cohort
+from genomon_smk.tierplan import (
+    file_bytes,
+    over_capacity,
+    parse_size,
+    peaks,
+    plan_table,
+    sample_uses,
+)
 
 min_version("9.0")
 
@@ -109,6 +117,26 @@ for rule_name, roles in RULE_TIERS.items():
         )
 
 
+def storage_plan():
+    """Print the storage plan (main process only) and refuse one that exceeds a tier's capacity."""
+    capacity = {
+        tier: (parse_size(limit) if limit is not None else None)
+        for tier, limit in config["storage"]["capacity"].items()
+    }
+    uses = []
+    for sample, lanes in COHORT.lanes.items():
+        fastq_bytes = file_bytes(
+            [path for lane in lanes for path in (lane.fq1, lane.fq2)]
+        )
+        uses += sample_uses(fastq_bytes, len(CHUNKS), len(REGION_NAMES), RULE_TIERS)
+    peak = peaks(uses, file_bytes(reference_files(REFERENCE)))
+    if workflow.is_main_process:
+        print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)
+    problems = over_capacity(peak, capacity)
+    if problems:
+        raise WorkflowError("\n".join(problems))
+
+
 def tier_dir(rule_name, role="output"):
     """Where a rule's files of a role (output or temp) go, by the tier the config assigns."""
     return TIER_PATHS[RULE_TIERS[rule_name][role]]
@@ -117,6 +145,12 @@ def tier_dir(rule_name, role="output"):
 def tier_file(rule_name, path):
     """A rule's output file on its output tier."""
     return os.path.join(tier_dir(rule_name), path)
+
+
+try:
+    storage_plan()
+except ValueError as error:
+    raise WorkflowError(f"config storage.capacity: {error}") from None
 
 
 def log_path(rule_name, pattern):

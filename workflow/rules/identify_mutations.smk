@@ -7,7 +7,7 @@ rule identify_mutations:
     input:
         unpack(lambda wildcards: pair_bams(wildcards.tumor)),
         indexes=lambda wildcards: with_indexes(pair_bams(wildcards.tumor)),
-        reference=reference_files(REFERENCE),
+        staged=rules.stage_reference.output[0],
     output:
         temp(tier_file("identify_mutations", "mutation/{tumor}/{region}.txt")),
     log:
@@ -17,6 +17,7 @@ rule identify_mutations:
     conda:
         "../../envs/python.yaml"
     params:
+        python=PYTHON,
         intervals=lambda wildcards: ",".join(
             i.samtools() for i in MUTATION_REGIONS[wildcards.region].intervals
         ),
@@ -43,27 +44,29 @@ rule identify_mutations:
         ),
         tools=TOOLS,
         node_local=tier_dir("identify_mutations", "temp"),
+        cache=TIER_PATHS["cache"],
     shell:
         """
         (
+            reference=$({params.python} -m genomon_smk.stage ensure --cache "{params.cache}" --manifest {input.staged:q})
             mkdir -p "{params.node_local}"
             work=$(mktemp -d "{params.node_local}/identify_mutations.XXXXXX")
             trap 'rm -rf "$work"' EXIT
             echo {params.intervals:q} >"$work/region.txt"
             if [ {params.mode} = comparison ]; then
-                {params.tools[fisher]} comparison -1 {input.tumor:q} -2 {input.normal:q} -r {input.reference[0]:q} \
+                {params.tools[fisher]} comparison -1 {input.tumor:q} -2 {input.normal:q} -r "$reference" \
                     -s samtools -L "$work/region.txt" -o "$work/fisher.txt" {params.fisher}
                 {params.tools[mutfilter]} realignment -t "$work/fisher.txt" -1 {input.tumor:q} -2 {input.normal:q} \
-                    -r {input.reference[0]:q} -o "$work/realignment.txt" {params.realignment}
+                    -r "$reference" -o "$work/realignment.txt" {params.realignment}
                 {params.tools[mutfilter]} indel -t "$work/realignment.txt" -2 {input.normal:q} -s samtools \
                     -o "$work/indel.txt" {params.indel}
                 {params.tools[mutfilter]} breakpoint -t "$work/indel.txt" -2 {input.normal:q} \
                     -o "$work/filtered.txt" {params.breakpoint}
             else
-                {params.tools[fisher]} single -1 {input.tumor:q} -r {input.reference[0]:q} \
+                {params.tools[fisher]} single -1 {input.tumor:q} -r "$reference" \
                     -s samtools -L "$work/region.txt" -o "$work/fisher.txt" {params.fisher}
                 {params.tools[mutfilter]} realignment -t "$work/fisher.txt" -1 {input.tumor:q} \
-                    -r {input.reference[0]:q} -o "$work/filtered.txt" {params.realignment}
+                    -r "$reference" -o "$work/filtered.txt" {params.realignment}
             fi
             simple_repeat_db={params.simple_repeat_db:q}
             if [ -n "$simple_repeat_db" ]; then

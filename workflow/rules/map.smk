@@ -1,5 +1,7 @@
 """Map dna sequence: bwa mem per chunk, then, in the same job, scatter the alignments by region.
 
+The reference is pre-staged to the cache tier by stage_reference (once per node on a cluster).
+
 bwa's output lives on the node_local tier (it never leaves the job); the region pieces go to
 the map rule's output tier, and a per-sample gather re-files them by region for markdup.
 """
@@ -30,10 +32,30 @@ rule region_table:
         " --max-length {params.max_length} --pack-bp {params.pack_bp} --out {output:q} > {log:q} 2>&1"
 
 
+rule stage_reference:
+    input:
+        reference_files(REFERENCE),
+    output:
+        f"{OUTPUT_DIR}/reference/staged.json",
+    log:
+        log_path("stage_reference", "reference"),
+    benchmark:
+        bench_path("stage_reference", "reference")
+    conda:
+        "../../envs/python.yaml"
+    params:
+        python=PYTHON,
+        cache=TIER_PATHS["cache"],
+    shell:
+        """
+        {params.python} -m genomon_smk.stage setup --cache "{params.cache}" --manifest {output:q} {input:q} >{log:q} 2>&1
+        """
+
+
 rule map_reads:
     input:
         chunks=rules.split_fastq.output.chunks,
-        reference=reference_files(REFERENCE),
+        staged=rules.stage_reference.output[0],
         regions=rules.region_table.output[0],
     output:
         pieces=temp(directory(tier_file("map", "map/{sample}/chunk_{chunk}"))),
@@ -50,13 +72,15 @@ rule map_reads:
         bwa_params=config["map"]["bwa_params"],
         batch_bases=config["map"]["batch_bases"],
         node_local=tier_dir("map", "temp"),
+        cache=TIER_PATHS["cache"],
     shell:
         """
+        reference=$({params.python} -m genomon_smk.stage ensure --cache "{params.cache}" --manifest {input.staged:q})
         mkdir -p "{params.node_local}"
         work=$(mktemp -d "{params.node_local}/map_reads.XXXXXX")
         trap 'rm -rf "$work"' EXIT
         bwa mem -t {threads} -K {params.batch_bases} {params.bwa_params} -R '{params.read_group}' \
-            {input.reference[0]:q} {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq >"$work/aligned.sam" 2>{log:q}
+            "$reference" {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq >"$work/aligned.sam" 2>{log:q}
         {params.python} -m genomon_smk.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \
             "$work/aligned.sam" >>{log:q} 2>&1
         """

@@ -1,0 +1,125 @@
+"""Pre-stage the reference to the `cache` tier: once per node, locked, checked by size and checksum.
+
+The setup rule stages the reference files (FASTA, .fai, bwa index) and writes a manifest with
+each file's size and md5. Every job that reads the reference asks for the staged copy: on a
+node that already holds a verified copy this is a few stat calls; on a new node (the cache is
+node-local storage on a cluster) the first job copies under a lock while the others wait, so
+the files are copied once per node. A copy is verified against the manifest's checksum before
+it is used, and a stale or broken copy is replaced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+from contextlib import contextmanager
+
+CHUNK = 1 << 22
+
+
+def md5sum(path: str) -> str:
+    digest = hashlib.md5()
+    with open(path, "rb") as handle:
+        while block := handle.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def describe(files: list[str]) -> list[dict]:
+    """The manifest entries of the source files: absolute path, size and md5."""
+    return [{"source": os.path.abspath(f), "size": os.path.getsize(f), "md5": md5sum(f)} for f in files]
+
+
+def staged_path(cache_dir: str, source: str) -> str:
+    """Where a source file lives in the cache: its absolute path below cache_dir (names cannot clash)."""
+    return os.path.join(cache_dir, "reference", source.lstrip("/"))
+
+
+@contextmanager
+def locked(cache_dir: str):
+    """An exclusive lock on the cache, so concurrent jobs on one node copy once."""
+    os.makedirs(cache_dir, exist_ok=True)
+    with open(os.path.join(cache_dir, ".stage.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def verified_marker(target: str) -> str:
+    return target + ".staged.json"
+
+
+def is_current(target: str, entry: dict) -> bool:
+    """A staged copy is current when its size matches and it was verified against this md5."""
+    try:
+        with open(verified_marker(target)) as handle:
+            marker = json.load(handle)
+        return os.path.getsize(target) == entry["size"] and marker["md5"] == entry["md5"]
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+def copy_verified(entry: dict, target: str) -> None:
+    """Copy a source file into the cache, check size and md5, then mark it verified."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    partial = target + ".partial"
+    shutil.copyfile(entry["source"], partial)
+    size, digest = os.path.getsize(partial), md5sum(partial)
+    if (size, digest) != (entry["size"], entry["md5"]):
+        os.unlink(partial)
+        raise OSError(
+            f"staged copy of {entry['source']} does not match the manifest "
+            f"(size {size} vs {entry['size']}, md5 {digest} vs {entry['md5']}): was the reference changed?"
+        )
+    os.replace(partial, target)
+    with open(verified_marker(target), "w") as handle:
+        json.dump({"md5": digest, "size": size}, handle)
+
+
+def ensure_staged(manifest: list[dict], cache_dir: str) -> list[str]:
+    """The staged paths of the manifest's files on this node, copying what is missing or stale."""
+    targets = [staged_path(cache_dir, entry["source"]) for entry in manifest]
+    if all(is_current(t, e) for t, e in zip(targets, manifest)):
+        return targets
+    with locked(cache_dir):
+        for target, entry in zip(targets, manifest):
+            if not is_current(target, entry):
+                copy_verified(entry, target)
+    return targets
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Stage the reference to the cache tier.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    setup = commands.add_parser("setup", help="write the manifest and stage on this node")
+    setup.add_argument("--cache", required=True, help="cache directory (node-local on a cluster)")
+    setup.add_argument("--manifest", required=True)
+    setup.add_argument("files", nargs="+", help="reference FASTA first, then its index files")
+    ensure = commands.add_parser("ensure", help="print the staged FASTA path, staging on this node if needed")
+    ensure.add_argument("--cache", required=True)
+    ensure.add_argument("--manifest", required=True)
+    args = parser.parse_args(argv)
+    if args.command == "setup":
+        manifest = describe(args.files)
+        ensure_staged(manifest, args.cache)
+        partial = args.manifest + ".partial"
+        with open(partial, "w") as handle:
+            json.dump(manifest, handle, indent=1)
+        os.replace(partial, args.manifest)
+        print(f"stage: {len(manifest)} reference files staged in {args.cache}", file=sys.stderr)
+    else:
+        with open(args.manifest) as handle:
+            manifest = json.load(handle)
+        print(ensure_staged(manifest, args.cache)[0])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""The storage plan's arithmetic: sizes, peaks per tier, capacity refusals."""
+
+import pytest
+
+from genomon_smk.tierplan import human, over_capacity, parse_size, peaks, sample_uses
+
+TIERS = {
+    "split_fastq": {"output": "shared_tmp"},
+    "map": {"output": "shared_tmp", "temp": "node_local"},
+    "markdup": {"output": "shared_tmp", "temp": "shared_tmp"},
+    "merge_bam": {"output": "global", "temp": "node_local"},
+}
+
+
+@pytest.mark.parametrize("text, size", [("123", 123), ("1K", 1024), ("1.5G", 3 << 29), ("2TiB", 2 << 40), (7, 7)])
+def test_parse_size(text, size):
+    assert parse_size(text) == size
+
+
+def test_parse_size_refuses_nonsense():
+    with pytest.raises(ValueError, match="not a size"):
+        parse_size("lots")
+
+
+def test_peaks_add_samples_on_shared_tiers_and_take_the_largest_job_on_node_local():
+    one = sample_uses(10 << 30, chunks=10, regions=5, tiers=TIERS)
+    two = one + sample_uses(20 << 30, chunks=10, regions=5, tiers=TIERS)
+    peak_one, peak_two = peaks(one, 0), peaks(two, 0)
+    assert peak_two["shared_tmp"] == pytest.approx(3 * peak_one["shared_tmp"])
+    assert peak_two["node_local"] == pytest.approx(2 * peak_one["node_local"])  # the larger sample's chunk
+    assert peak_one["node_local"] < peak_one["shared_tmp"] / 10
+    assert peaks(one, 1234)["cache"] == 1234
+
+
+def test_moving_a_rule_to_another_tier_moves_its_bytes():
+    moved = dict(TIERS, markdup={"output": "global", "temp": "shared_tmp"})
+    before, after = peaks(sample_uses(1 << 30, 4, 4, TIERS), 0), peaks(sample_uses(1 << 30, 4, 4, moved), 0)
+    assert after["shared_tmp"] < before["shared_tmp"] and after["global"] > before["global"]
+    assert after["shared_tmp"] + after["global"] == pytest.approx(before["shared_tmp"] + before["global"])
+
+
+def test_over_capacity_names_the_tier_and_sizes():
+    problems = over_capacity({"shared_tmp": 3 << 30, "node_local": 1}, {"shared_tmp": 1 << 30, "node_local": None})
+    assert len(problems) == 1 and "shared_tmp" in problems[0] and human(3 << 30) in problems[0]

@@ -1,6 +1,9 @@
-"""The .test pipeline through profiles/slurm on a real Slurm gives the local run's results."""
+"""The .test pipeline through profiles/slurm and profiles/slurm-allocation on a real Slurm gives
+the local run's results."""
 
+import re
 import subprocess
+import time
 
 import pytest
 
@@ -31,13 +34,7 @@ def result_rows(path):
     return [line for line in path.read_text().splitlines() if not line.startswith("#")]
 
 
-def test_slurm_profile_runs_the_pipeline_with_the_local_results(slurm, testdata, pipeline_run, tmp_path):
-    config = write_config(tmp_path, testdata, map={"threads": 1}, markdup={"threads": 1})
-    args = ["--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(config), *TEST_CLUSTER]
-    rc, output = run_interruptible(args, cwd=REPO, timeout=1400)
-    assert rc == 0, output[-5000:]
-    assert "SLURM" in output or "slurm" in output
-    results = tmp_path / "results"
+def assert_same_results(results, pipeline_run):
     for sample in ("tumor", "normal", "pon1"):
         name = f"bam/{sample}/{sample}.markdup.bam"
         assert bam_records(results / name) == bam_records(pipeline_run / name), sample
@@ -45,3 +42,49 @@ def test_slurm_profile_runs_the_pipeline_with_the_local_results(slurm, testdata,
         name = f"mutation/tumor/tumor.genomon_mutation.result{suffix}"
         assert result_rows(results / name) == result_rows(pipeline_run / name)
     assert [p for p in (results / ".tiers").rglob("*") if p.is_file() and "cache" not in p.parts] == []
+
+
+def test_slurm_profile_runs_the_pipeline_with_the_local_results(slurm, testdata, pipeline_run, tmp_path):
+    config = write_config(tmp_path, testdata, map={"threads": 1}, markdup={"threads": 1})
+    args = ["--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(config), *TEST_CLUSTER]
+    rc, output = run_interruptible(args, cwd=REPO, timeout=1400)
+    assert rc == 0, output[-5000:]
+    assert "SLURM" in output or "slurm" in output
+    assert_same_results(tmp_path / "results", pipeline_run)
+
+
+def slurm_job_state(job_id):
+    out = subprocess.run(
+        ["squeue", "--states=all", "--noheader", "--jobs", job_id, "--format=%T"], capture_output=True, text=True
+    ).stdout.split()
+    return out[0] if out else ""
+
+
+def test_slurm_allocation_profile_runs_rule_jobs_as_steps_of_one_allocation(slurm, testdata, pipeline_run, tmp_path):
+    config = write_config(tmp_path, testdata, map={"threads": 1}, markdup={"threads": 1})
+    log = tmp_path / "allocation.log"
+    submitted = subprocess.run(
+        ["bash", "profiles/slurm-allocation/submit", "-N", "1", "-c", "2", "--mem=4000", f"--output={log}", "--",
+         "--configfile", str(config), "--set-resources", "map_reads:mem_mb=900", "markdup:mem_mb=900",
+         "identify_mutations:mem_mb=900", "--default-resources", "mem_mb=600", "--latency-wait", "5"],
+        cwd=REPO, capture_output=True, text=True,
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.strip()
+    deadline = time.monotonic() + 1200
+    steps_seen = set()
+    while (state := slurm_job_state(job_id)) in ("", "PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
+        steps = subprocess.run(
+            ["squeue", "--steps", "--noheader", "--format=%i", "--jobs", job_id], capture_output=True, text=True
+        ).stdout.split()
+        steps_seen.update(step for step in steps if step.startswith(f"{job_id}.") and step.split(".")[1].isdigit())
+        if time.monotonic() > deadline:
+            subprocess.run(["scancel", job_id])
+            pytest.fail(f"allocation {job_id} did not finish:\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+    output = log.read_text()
+    assert state == "COMPLETED", output[-5000:]
+    assert re.search(r"(\d+) of \1 steps \(100%\) done", output)
+    # Rule jobs ran as job steps of this one allocation (polled while it ran; most are seen).
+    assert len(steps_seen) >= 20, steps_seen
+    assert_same_results(tmp_path / "results", pipeline_run)

@@ -28,7 +28,8 @@ def testdata(tmp_path_factory):
 
 
 def write_config(directory, testdata, **overrides):
-    """A config for the test data (based on .test/config/config.yaml), with overrides, in directory."""
+    """A config for the test data (based on .test/config/config.yaml), with overrides (None removes
+    a key), in directory."""
     config = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
     config.update(
         reference=str(testdata / "ref" / "genome.fa"),
@@ -36,7 +37,11 @@ def write_config(directory, testdata, **overrides):
         pairs=str(testdata / "pairs.tsv"),
         output_dir="results",
     )
-    config.update(overrides)
+    for key, value in overrides.items():  # None drops a key
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -83,9 +88,10 @@ def _restore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def start_interruptible(args: list[str], cwd: Path) -> tuple[subprocess.Popen, Path]:
-    """Start Snakemake in `cwd` in its own session with SIGINT enabled; output goes to cwd/snakemake.out."""
-    log_path = cwd / "snakemake.out"
+def start_interruptible(args: list[str], cwd: Path, log_path: Path | None = None) -> tuple[subprocess.Popen, Path]:
+    """Start Snakemake in `cwd` in its own session with SIGINT enabled; output goes to log_path
+    (default cwd/snakemake.out)."""
+    log_path = log_path or cwd / "snakemake.out"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             SNAKEMAKE_MODULE + args,
@@ -114,9 +120,9 @@ def finish_interruptible(proc: subprocess.Popen, log_path: Path, timeout: float)
     return rc, log_path.read_text()
 
 
-def run_interruptible(args: list[str], cwd: Path, timeout: float) -> tuple[int, str]:
+def run_interruptible(args: list[str], cwd: Path, timeout: float, log_path: Path | None = None) -> tuple[int, str]:
     """Run Snakemake in `cwd` to the end; return (exit code, combined output)."""
-    return finish_interruptible(*start_interruptible(args, cwd), timeout=timeout)
+    return finish_interruptible(*start_interruptible(args, cwd, log_path), timeout=timeout)
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import REPO, run_interruptible, write_config
+from conftest import REPO, finish_interruptible, run_interruptible, start_interruptible, write_config
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow, pytest.mark.timeout(1500)]
 
@@ -47,7 +47,7 @@ def assert_same_results(results, pipeline_run):
 def test_slurm_profile_runs_the_pipeline_with_the_local_results(slurm, testdata, pipeline_run, tmp_path):
     config = write_config(tmp_path, testdata, map={"threads": 1}, markdup={"threads": 1})
     args = ["--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(config), *TEST_CLUSTER]
-    rc, output = run_interruptible(args, cwd=REPO, timeout=1400)
+    rc, output = run_interruptible(args, cwd=REPO, timeout=1400, log_path=tmp_path / "snakemake.out")
     assert rc == 0, output[-5000:]
     assert "SLURM" in output or "slurm" in output
     assert_same_results(tmp_path / "results", pipeline_run)
@@ -88,3 +88,36 @@ def test_slurm_allocation_profile_runs_rule_jobs_as_steps_of_one_allocation(slur
     # Rule jobs ran as job steps of this one allocation (polled while it ran; most are seen).
     assert len(steps_seen) >= 20, steps_seen
     assert_same_results(tmp_path / "results", pipeline_run)
+
+
+def test_a_cancelled_slurm_job_is_reported_and_a_rerun_completes_without_leftovers(slurm, testdata, tmp_path):
+    rows = (testdata / "samples.tsv").read_text().splitlines()
+    samples = testdata / "normal_only.tsv"  # beside the FASTQs, so their relative paths resolve
+    samples.write_text("\n".join([rows[0]] + [row for row in rows[1:] if row.startswith("normal\t")]) + "\n")
+    config = write_config(tmp_path, testdata, samples=str(samples), pairs=None, control_panels={},
+                          map={"threads": 1}, markdup={"threads": 1})
+    args = ["--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(config), *TEST_CLUSTER]
+    # Without retries (the profile retries once, which would simply run the job again).
+    proc, log_path = start_interruptible([*args, "--retries", "0"], cwd=REPO, log_path=tmp_path / "first.out")
+    deadline = time.monotonic() + 300
+    cancelled = None
+    while cancelled is None and proc.poll() is None and time.monotonic() < deadline:
+        queue = subprocess.run(["squeue", "--noheader", "--states=RUNNING", "--format=%i %k"],
+                               capture_output=True, text=True).stdout
+        for line in queue.splitlines():
+            job_id, comment = (line.split(maxsplit=1) + [""])[:2]
+            if "map_reads" in comment:
+                subprocess.run(["scancel", job_id], check=True)
+                cancelled = job_id
+                break
+        time.sleep(0.5)
+    rc, output = finish_interruptible(proc, log_path, timeout=600)
+    assert cancelled, f"no map_reads job seen running:\n{output[-3000:]}"
+    assert rc != 0
+    # squeue shows the job CANCELLED, or FAILED when the job's Snakemake reacts to the signal first.
+    assert re.search(rf"SLURM-job '{cancelled}' failed, SLURM status is: '(CANCELLED|FAILED)'", output)
+    rc, output = run_interruptible(args, cwd=REPO, timeout=600, log_path=tmp_path / "rerun.out")
+    assert rc == 0, output[-4000:]
+    assert (tmp_path / "results" / "bam" / "normal" / "normal.markdup.bam").exists()
+    tiers = tmp_path / "results" / ".tiers"
+    assert [p for p in tiers.rglob("*") if p.is_file() and "cache" not in p.parts] == []

@@ -15,6 +15,7 @@ from genomon_smk.fastq_split import chunk_name
 from genomon_smk.reference import reference_files, reference_problems
 from genomon_smk.regions import make_regions
 from genomon_smk.samplesheet import InputError, load_cohort
+from genomon_smk.tier_usage import TierMonitor
 from genomon_smk.tierplan import (
     file_bytes,
     over_capacity,
@@ -151,6 +152,19 @@ try:
     storage_plan()
 except ValueError as error:
     raise WorkflowError(f"config storage.capacity: {error}") from None
+
+TIER_MONITOR = TierMonitor(dict(TIER_PATHS))
+
+
+def report_tier_usage():
+    """At the end of a successful run: the measured tier use (log and TSV), and any leftovers."""
+    table, leftovers = TIER_MONITOR.finish(f"{OUTPUT_DIR}/storage/tier_usage.tsv")
+    print(table, file=sys.stderr)
+    if leftovers:
+        print(
+            f"WARNING: {len(leftovers)} file(s) left in node_local/shared_tmp, e.g. {leftovers[0]}",
+            file=sys.stderr,
+        )
 
 
 def log_path(rule_name, pattern):

@@ -1,0 +1,30 @@
+#!/usr/bin/env python3
+"""The cohort planner on the paper's Genomon shape, next to the paper's Table 7.
+
+    .venv/bin/python bench/cohort_planner.py [--slots 383] [--stagger 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from genomon_smk.planner import paper_cohort, simulate
+
+PAPER = {1: (2.48, 0.40, 22.4), 2: (3.08, 0.65, 42.1), 3: (3.90, 0.77, 54.4), 4: (5.01, 0.80, 63.4)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--slots", type=int, default=383)
+    parser.add_argument("--stagger", type=float, default=300.0)
+    args = parser.parse_args()
+    print(f"{'pipelines':>9} | {'hours':>6} {'pairs/h':>7} {'util %':>6} | paper: {'hours':>5} {'pairs/h':>7} {'util %':>6}")
+    for count, (hours, rate, utilisation) in PAPER.items():
+        jobs, release = paper_cohort(count, args.stagger)
+        result = simulate(jobs, args.slots, samples=count, release=release)
+        print(f"{count:>9} | {result.makespan / 3600:>6.2f} {result.samples_per_hour:>7.2f} "
+              f"{100 * result.utilisation:>6.1f} | {hours:>12.2f} {rate:>7.2f} {utilisation:>6.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from genomon_smk.stage import describe, ensure_staged, main, staged_path
+from genomon_smk.stage import describe, ensure_staged, main, purge, stage, staged_path
 
 
 @pytest.fixture
@@ -68,3 +68,51 @@ def test_cli_setup_then_ensure_prints_the_staged_fasta(reference, tmp_path, caps
     capsys.readouterr()
     assert main(["ensure", "--cache", cache, "--manifest", str(manifest)]) == 0
     assert capsys.readouterr().out.strip() == staged_path(cache, reference[0])
+
+
+@pytest.fixture
+def fake_llio(tmp_path, monkeypatch):
+    """A stand-in llio_transfer (via LLIO_TRANSFER) that appends its arguments to a log; returns the log."""
+    log = tmp_path / "llio.log"
+    script = tmp_path / "llio_transfer"
+    script.write_text(f'#!/bin/sh\necho "$*" >>"{log}"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("LLIO_TRANSFER", str(script))
+    return log
+
+
+def test_llio_transfer_setup_and_ensure_transfer_every_file_and_keep_paths(reference, tmp_path, fake_llio, capsys):
+    manifest = tmp_path / "staged.json"
+    cache = tmp_path / "cache"
+    assert main(["setup", "--method", "llio_transfer", "--cache", str(cache), "--manifest", str(manifest),
+                 *reference]) == 0
+    capsys.readouterr()
+    assert main(["ensure", "--method", "llio_transfer", "--cache", str(cache), "--manifest", str(manifest)]) == 0
+    assert capsys.readouterr().out.strip() == reference[0]  # read at its own path
+    assert fake_llio.read_text().splitlines() == [" ".join(reference)] * 2
+    assert not cache.exists()  # nothing copied
+
+
+def test_llio_transfer_refuses_a_resized_reference_and_reports_a_failing_transfer(
+    reference, tmp_path, fake_llio, monkeypatch
+):
+    manifest = describe(reference)
+    with open(reference[1], "a") as handle:
+        handle.write("more\n")
+    with pytest.raises(OSError, match="was the reference changed"):
+        stage(manifest, str(tmp_path / "cache"), "llio_transfer")
+    failing = tmp_path / "failing"
+    failing.write_text("#!/bin/sh\necho 'not in a job' >&2\nexit 1\n")
+    failing.chmod(0o755)
+    monkeypatch.setenv("LLIO_TRANSFER", str(failing))
+    with pytest.raises(OSError, match="not in a job"):
+        stage(describe(reference), str(tmp_path / "cache"), "llio_transfer")
+
+
+def test_purge_runs_llio_transfer_purge_only_inside_a_pjm_job(reference, fake_llio):
+    manifest = describe(reference)
+    assert "nothing to purge" in purge(manifest, "copy", inside_job=True)
+    assert "not inside a PJM job" in purge(manifest, "llio_transfer", inside_job=False)
+    assert not fake_llio.exists()
+    assert "purged 3" in purge(manifest, "llio_transfer", inside_job=True)
+    assert fake_llio.read_text().splitlines() == ["--purge " + " ".join(reference)]

@@ -6,6 +6,13 @@ node that already holds a verified copy this is a few stat calls; on a new node 
 node-local storage on a cluster) the first job copies under a lock while the others wait, so
 the files are copied once per node. A copy is verified against the manifest's checksum before
 it is used, and a stale or broken copy is replaced.
+
+With `--method llio_transfer` (PJM on Fugaku) nothing is copied: the setup step and every job
+that reads the reference run `llio_transfer` on each reference file, and the files keep their
+paths (LLIO serves them from the job's SSD cache), so the staged path is the original path. A
+file whose size no longer matches the manifest is refused. `purge` runs `llio_transfer --purge`;
+llio_transfer works only inside a PJM job, so outside one (Snakemake on a login node, per-rule
+jobs whose LLIO cache ended with each job) purge only says so.
 """
 
 from __future__ import annotations
@@ -16,10 +23,14 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 from contextlib import contextmanager
 
 CHUNK = 1 << 22
+METHODS = ("copy", "llio_transfer")
+# The command is looked up on PATH; LLIO_TRANSFER overrides it (tests, site wrappers).
+LLIO_TRANSFER_ENV = "LLIO_TRANSFER"
 
 
 def md5sum(path: str) -> str:
@@ -95,29 +106,83 @@ def ensure_staged(manifest: list[dict], cache_dir: str) -> list[str]:
     return targets
 
 
+def llio_transfer(paths: list[str], purge: bool = False) -> None:
+    """Run llio_transfer (or --purge) on the files, once for all of them; fail loudly if it fails."""
+    command = [os.environ.get(LLIO_TRANSFER_ENV, "llio_transfer"), *(["--purge"] if purge else []), *paths]
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        raise OSError(f"{' '.join(command)} failed (exit {result.returncode}): {result.stdout.strip()}")
+
+
+def check_sizes(manifest: list[dict]) -> None:
+    """Refuse reference files whose size changed since the manifest (a cheap check for every job)."""
+    for entry in manifest:
+        size = os.path.getsize(entry["source"])
+        if size != entry["size"]:
+            raise OSError(
+                f"{entry['source']} has {size} bytes, the manifest says {entry['size']}: was the reference changed?"
+            )
+
+
+def transfer_staged(manifest: list[dict]) -> list[str]:
+    """llio_transfer the manifest's files in this job; they are then read at their own paths."""
+    check_sizes(manifest)
+    sources = [entry["source"] for entry in manifest]
+    llio_transfer(sources)
+    return sources
+
+
+def stage(manifest: list[dict], cache_dir: str, method: str) -> list[str]:
+    """The paths jobs read the manifest's files from, staged by the method."""
+    if method == "llio_transfer":
+        return transfer_staged(manifest)
+    return ensure_staged(manifest, cache_dir)
+
+
+def purge(manifest: list[dict], method: str, inside_job: bool) -> str:
+    """Purge llio_transfer'd files (only possible inside a PJM job); return what was done."""
+    if method != "llio_transfer":
+        return "nothing to purge (reference staged by copy)"
+    if not inside_job:
+        return (
+            "not inside a PJM job: nothing to purge here (each per-rule job's LLIO cache ended with the job)"
+        )
+    llio_transfer([entry["source"] for entry in manifest], purge=True)
+    return f"purged {len(manifest)} reference files from the LLIO cache"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Stage the reference to the cache tier.")
     commands = parser.add_subparsers(dest="command", required=True)
     setup = commands.add_parser("setup", help="write the manifest and stage on this node")
     setup.add_argument("--cache", required=True, help="cache directory (node-local on a cluster)")
     setup.add_argument("--manifest", required=True)
+    setup.add_argument("--method", choices=METHODS, default="copy")
     setup.add_argument("files", nargs="+", help="reference FASTA first, then its index files")
     ensure = commands.add_parser("ensure", help="print the staged FASTA path, staging on this node if needed")
     ensure.add_argument("--cache", required=True)
     ensure.add_argument("--manifest", required=True)
+    ensure.add_argument("--method", choices=METHODS, default="copy")
+    purge_command = commands.add_parser("purge", help="llio_transfer --purge the reference (inside a PJM job)")
+    purge_command.add_argument("--manifest", required=True)
+    purge_command.add_argument("--method", choices=METHODS, default="copy")
     args = parser.parse_args(argv)
     if args.command == "setup":
         manifest = describe(args.files)
-        ensure_staged(manifest, args.cache)
+        stage(manifest, args.cache, args.method)
         partial = args.manifest + ".partial"
         with open(partial, "w") as handle:
             json.dump(manifest, handle, indent=1)
         os.replace(partial, args.manifest)
-        print(f"stage: {len(manifest)} reference files staged in {args.cache}", file=sys.stderr)
+        where = "llio_transfer'd" if args.method == "llio_transfer" else f"staged in {args.cache}"
+        print(f"stage: {len(manifest)} reference files {where}", file=sys.stderr)
+        return 0
+    with open(args.manifest) as handle:
+        manifest = json.load(handle)
+    if args.command == "ensure":
+        print(stage(manifest, args.cache, args.method)[0])
     else:
-        with open(args.manifest) as handle:
-            manifest = json.load(handle)
-        print(ensure_staged(manifest, args.cache)[0])
+        print(f"stage: {purge(manifest, args.method, inside_job='PJM_JOBID' in os.environ)}", file=sys.stderr)
     return 0
 
 

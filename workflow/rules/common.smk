@@ -1,5 +1,6 @@
 """Config, cohort and regions: read and checked here, once, before any job is planned."""
 
+import hashlib
 import os
 import re
 import shlex
@@ -15,6 +16,7 @@ from genomon_smk.fastq_split import chunk_name
 from genomon_smk.reference import reference_files, reference_problems
 from genomon_smk.regions import make_regions
 from genomon_smk.samplesheet import InputError, load_cohort
+from genomon_smk.stage import main as stage_main
 from genomon_smk.tier_usage import TierMonitor
 from genomon_smk.tierplan import (
     file_bytes,
@@ -154,6 +156,37 @@ except ValueError as error:
     raise WorkflowError(f"config storage.capacity: {error}") from None
 
 TIER_MONITOR = TierMonitor(dict(TIER_PATHS))
+# Names the job work directories of this output directory apart from other runs on a tier.
+RUN_KEY = hashlib.md5(OUTPUT_DIR.encode()).hexdigest()[:8]
+
+
+def job_work_dir(rule_name):
+    """A job's own work directory on its rule's temp tier, the same on every attempt: a job killed
+    with SIGKILL (which skips the shell's EXIT trap) leaves it behind, and the rerun clears it.
+    """
+
+    def work_dir(wildcards):
+        parts = [value for _, value in sorted(wildcards.items())]
+        return f"{tier_dir(rule_name, 'temp')}/{rule_name}.{RUN_KEY}" + "".join(
+            f".{p}" for p in parts
+        )
+
+    return work_dir
+
+
+def purge_staged_reference():
+    """With llio_transfer staging, purge the reference from the LLIO cache at the end of a run.
+    Only possible inside a PJM job (Snakemake run inside one allocation); per-rule PJM jobs'
+    LLIO caches ended with the jobs, and stage.py's purge then just says so."""
+    manifest = f"{OUTPUT_DIR}/reference/staged.json"
+    if config["storage"]["reference_staging"] != "llio_transfer" or not os.path.exists(
+        manifest
+    ):
+        return
+    try:
+        stage_main(["purge", "--method", "llio_transfer", "--manifest", manifest])
+    except OSError as error:
+        print(f"stage: purging the reference failed: {error}", file=sys.stderr)
 
 
 def report_tier_usage():

@@ -14,6 +14,7 @@ rule identify_mutations:
         log_path("identify_mutations", "{tumor}/{region}"),
     benchmark:
         bench_path("identify_mutations", "{tumor}/{region}")
+    priority: config["priorities"]["identify_mutations"]
     conda:
         "../../envs/python.yaml"
     params:
@@ -43,14 +44,17 @@ rule identify_mutations:
             else ""
         ),
         tools=TOOLS,
-        node_local=tier_dir("identify_mutations", "temp"),
+        work_dir=job_work_dir("identify_mutations"),
         cache=TIER_PATHS["cache"],
+        staging=config["storage"]["reference_staging"],
     shell:
         """
         (
-            reference=$({params.python} -m genomon_smk.stage ensure --cache "{params.cache}" --manifest {input.staged:q})
-            mkdir -p "{params.node_local}"
-            work=$(mktemp -d "{params.node_local}/identify_mutations.XXXXXX")
+            reference=$({params.python} -m genomon_smk.stage ensure --method {params.staging} \
+                --cache "{params.cache}" --manifest {input.staged:q})
+            work="{params.work_dir}"
+            rm -rf "$work"
+            mkdir -p "$work"
             trap 'rm -rf "$work"' EXIT
             echo {params.intervals:q} >"$work/region.txt"
             if [ {params.mode} = comparison ]; then

@@ -1,6 +1,7 @@
 """Map dna sequence: bwa mem per chunk, then, in the same job, scatter the alignments by region.
 
-The reference is pre-staged to the cache tier by stage_reference (once per node on a cluster).
+The reference is pre-staged to the cache tier by stage_reference (once per node on a cluster),
+or with storage.reference_staging: llio_transfer, llio_transfer'd by every job that reads it.
 
 bwa's output lives on the node_local tier (it never leaves the job); the region pieces go to
 the map rule's output tier, and a per-sample gather re-files them by region for markdup.
@@ -46,9 +47,11 @@ rule stage_reference:
     params:
         python=PYTHON,
         cache=TIER_PATHS["cache"],
+        method=config["storage"]["reference_staging"],
     shell:
         """
-        {params.python} -m genomon_smk.stage setup --cache "{params.cache}" --manifest {output:q} {input:q} >{log:q} 2>&1
+        {params.python} -m genomon_smk.stage setup --method {params.method} --cache "{params.cache}" \
+            --manifest {output:q} {input:q} >{log:q} 2>&1
         """
 
 
@@ -63,6 +66,7 @@ rule map_reads:
         log_path("map_reads", "{sample}/{chunk}"),
     benchmark:
         bench_path("map_reads", "{sample}/{chunk}")
+    priority: config["priorities"]["map_reads"]
     conda:
         "../../envs/map.yaml"
     threads: config["map"]["threads"]
@@ -71,13 +75,16 @@ rule map_reads:
         read_group=read_group,
         bwa_params=config["map"]["bwa_params"],
         batch_bases=config["map"]["batch_bases"],
-        node_local=tier_dir("map", "temp"),
+        work_dir=job_work_dir("map"),
         cache=TIER_PATHS["cache"],
+        staging=config["storage"]["reference_staging"],
     shell:
         """
-        reference=$({params.python} -m genomon_smk.stage ensure --cache "{params.cache}" --manifest {input.staged:q})
-        mkdir -p "{params.node_local}"
-        work=$(mktemp -d "{params.node_local}/map_reads.XXXXXX")
+        reference=$({params.python} -m genomon_smk.stage ensure --method {params.staging} --cache "{params.cache}" \
+            --manifest {input.staged:q})
+        work="{params.work_dir}"
+        rm -rf "$work"
+        mkdir -p "$work"
         trap 'rm -rf "$work"' EXIT
         bwa mem -t {threads} -K {params.batch_bases} {params.bwa_params} -R '{params.read_group}' \
             "$reference" {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq >"$work/aligned.sam" 2>{log:q}
@@ -97,6 +104,7 @@ rule gather_map:
         log_path("gather_map", "{sample}"),
     benchmark:
         bench_path("gather_map", "{sample}")
+    priority: config["priorities"]["gather_map"]
     conda:
         "../../envs/python.yaml"
     params:

@@ -14,15 +14,17 @@ rule markdup:
         log_path("markdup", "{sample}/{region}"),
     benchmark:
         bench_path("markdup", "{sample}/{region}")
+    priority: config["priorities"]["markdup"]
     conda:
         "../../envs/markdup.yaml"
     threads: config["markdup"]["threads"]
     params:
-        temp_dir=lambda wildcards: tier_dir("markdup", "temp"),
+        work_dir=job_work_dir("markdup"),
     shell:
         """
-        mkdir -p "{params.temp_dir}"
-        work=$(mktemp -d "{params.temp_dir}/markdup.XXXXXX")
+        work="{params.work_dir}"
+        rm -rf "$work"
+        mkdir -p "$work"
         trap 'rm -rf "$work"' EXIT
         ls -1 {input.by_region:q}/{wildcards.region}/*.bam >"$work/pieces.txt"
         # bammarkduplicates reads stdin itself: given I=/dev/stdin it tries a second pass and fails

@@ -15,15 +15,17 @@ rule merge_bam:
         log_path("merge_bam", "{sample}"),
     benchmark:
         bench_path("merge_bam", "{sample}")
+    priority: config["priorities"]["merge_bam"]
     conda:
         "../../envs/python.yaml"
     params:
         python=PYTHON,
-        node_local=tier_dir("merge_bam", "temp"),
+        work_dir=job_work_dir("merge_bam"),
     shell:
         """
-        mkdir -p "{params.node_local}"
-        work=$(mktemp -d "{params.node_local}/merge_bam.XXXXXX")
+        work="{params.work_dir}"
+        rm -rf "$work"
+        mkdir -p "$work"
         trap 'rm -rf "$work"' EXIT
         printf '%s\\n' {input.bams:q} >"$work/regions.txt"
         samtools cat -b "$work/regions.txt" -o {output.bam:q} 2>{log:q}

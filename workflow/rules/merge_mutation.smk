@@ -20,6 +20,7 @@ rule merge_mutation:
         log_path("merge_mutation", "{tumor}"),
     benchmark:
         bench_path("merge_mutation", "{tumor}")
+    priority: config["priorities"]["merge_mutation"]
     conda:
         "../../envs/python.yaml"
     params:
@@ -46,12 +47,13 @@ rule merge_mutation:
             else ""
         ),
         mutil_tool=TOOLS["mutil"],
-        node_local=tier_dir("merge_bam", "temp"),
+        work_dir=job_work_dir("merge_mutation"),
     shell:
         """
         (
-            mkdir -p "{params.node_local}"
-            work=$(mktemp -d "{params.node_local}/merge_mutation.XXXXXX")
+            work="{params.work_dir}"
+            rm -rf "$work"
+            mkdir -p "$work"
             trap 'rm -rf "$work"' EXIT
             printf '%s\\n' {input.regions:q} >"$work/regions.txt"
             {params.python} -m genomon_smk.mutation_merge result --out {output.result:q} {params.shape} \

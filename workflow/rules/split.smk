@@ -15,6 +15,7 @@ rule split_fastq:
         log_path("split_fastq", "{sample}"),
     benchmark:
         bench_path("split_fastq", "{sample}")
+    priority: config["priorities"]["split_fastq"]
     conda:
         "../../envs/python.yaml"
     params:

@@ -1,0 +1,190 @@
+"""The .test pipeline through profiles/pjm (one PJM job per rule job) on the PJM emulator
+(.test/pjm) gives the local run's results, with the reference llio_transfer'd by every job that
+reads it; a job killed by its elapse limit is reported with its PJM code, and a rerun completes.
+
+One Snakemake run is stopped by the elapse kill of one early job (while the other jobs go on)
+and the rerun finishes the pipeline, so the pipeline runs through PJM about once (2-3 minutes
+on 2 cores).
+"""
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections import defaultdict
+
+import pytest
+import yaml
+
+from conftest import REPO, SNAKEMAKE_MODULE, finish_interruptible, write_config
+from genomon_smk.reference import reference_files
+
+pytestmark = [pytest.mark.pjm, pytest.mark.workflow, pytest.mark.timeout(900)]
+
+PJM_BIN = REPO / ".test" / "pjm" / "bin"
+SAMPLES = ("tumor", "normal", "pon1", "pon2", "pon3")
+# The emulator runs jobs on this machine (2 cores): three slots, as one of them only sleeps in
+# the elapse test; status polled every second.
+TEST_MACHINE = ["--jobs", "6", "--seconds-between-status-checks", "1", "--latency-wait", "5"]
+
+
+def run_snakemake_from_repo(args, log_path, timeout):
+    """Run Snakemake from the repository root (the profile's paths are relative to it), output to log_path."""
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            SNAKEMAKE_MODULE + args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+    return finish_interruptible(proc, log_path, timeout)
+
+
+def bam_records(path):
+    """The BAM's records and its header without @PG lines (they name commands and paths)."""
+    text = subprocess.run(["samtools", "view", "-h", str(path)], capture_output=True, text=True, check=True).stdout
+    return [line for line in text.splitlines() if not line.startswith("@PG")]
+
+
+def result_rows(path):
+    return [line for line in path.read_text().splitlines() if not line.startswith("#")]
+
+
+def final_targets(results):
+    """The final BAMs (+ index, md5) and the pair's mutation results: every rule of the mapping and
+    mutation stages runs, the QC reports (not compared here) are left out to keep the run short."""
+    bams = [results / f"bam/{s}/{s}.markdup.bam{suffix}" for s in SAMPLES for suffix in ("", ".bai", ".md5")]
+    mutation = [results / f"mutation/tumor/tumor.genomon_mutation.result{suffix}"
+                for suffix in (".txt", ".filt.txt", ".filt.vcf.gz", ".filt.vcf.gz.tbi")]
+    return [str(path) for path in bams + mutation]
+
+
+def finished_jobs(env):
+    """{job id: (name, ST, EC, PC)} from `pjstat -H -v` (parsed by header name; dates are two words)."""
+    lines = subprocess.run(["pjstat", "-H", "-v"], env=env, capture_output=True, text=True, check=True).stdout
+    lines = [line for line in lines.splitlines() if line.strip()]
+    header = lines[0].split()
+    jobs = {}
+    for line in lines[1:]:
+        words = re.sub(r"\b(\d\d/\d\d) (\d\d:\d\d:\d\d)", r"\1_\2", line).split()
+        row = dict(zip(header, words))
+        jobs[row["JOB_ID"]] = (row["JOB_NAME"], row["ST"], row["EC"], row["PC"])
+    return jobs
+
+
+@pytest.fixture
+def pjm_env(tmp_path, monkeypatch):
+    """The emulator on PATH, its state in tmp_path; leftover jobs are cancelled afterwards."""
+    home = tmp_path / "fakepjm"
+    monkeypatch.setenv("PATH", f"{PJM_BIN}:{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKEPJM_HOME", str(home))
+    monkeypatch.setenv("FAKEPJM_MAX_RUNNING", "3")
+    monkeypatch.setenv("PJM_STATUS_STATE_DIR", str(tmp_path / "pjm-status"))
+    monkeypatch.setenv("PJM_LOG_DIR", str(tmp_path / "pjm-logs"))
+    yield home
+    current = subprocess.run(["pjstat"], capture_output=True, text=True).stdout.splitlines()[1:]
+    leftovers = [line.split()[0] for line in current if line.strip()]
+    if leftovers:
+        subprocess.run(["pjdel", *leftovers], capture_output=True)
+
+
+def test_pjm_profile_runs_the_pipeline_and_reports_an_elapse_kill(pjm_env, testdata, pipeline_run, tmp_path,
+                                                                   monkeypatch):
+    config = write_config(tmp_path, testdata, map={"threads": 1}, markdup={"threads": 1})
+    results = tmp_path / "results"
+    command = ["--profile", "profiles/pjm", "--configfile", "profiles/pjm/storage.yaml", str(config),
+               *TEST_MACHINE]
+
+    # 1. bwa of one map job (tumor, chunk 0000) takes longer than the 1-minute elapse limit of the
+    #    map jobs: PJM kills that job (PJM CODE 11), Snakemake reports it failed with the code and
+    #    stops once the running jobs are done (no retry for this run).
+    slow = tmp_path / "slow-bin"
+    slow.mkdir()
+    (slow / "bwa").write_text(
+        '#!/bin/sh\ncase "$*" in *split/tumor/0000_R1.fastq*) sleep 150 ;; esac\nexec /usr/bin/bwa "$@"\n'
+    )
+    (slow / "bwa").chmod(0o755)
+    with monkeypatch.context() as patch:
+        patch.setenv("PATH", f"{slow}:{os.environ['PATH']}")
+        rc, output = run_snakemake_from_repo(
+            [*command, "--retries", "0", "--set-resources", "map_reads:runtime=1", "--", *final_targets(results)],
+            tmp_path / "killed.out", timeout=400)
+    assert rc != 0, output[-3000:]
+    killed = re.findall(r"PJM job (\d+) failed: elapse limit exceeded \(ST EXT, PJM CODE 11, EXIT CODE 137", output)
+    assert len(killed) == 1, output[-5000:]
+    assert finished_jobs(dict(os.environ))[killed[0]][0] == "smk-map_reads"
+    errors = [block for block in output.split("Error in rule ")[1:] if f"external_jobid: {killed[0]}\n" in block]
+    assert len(errors) == 1 and errors[0].startswith("map_reads:") and "logs/map_reads/tumor/0000.log" in errors[0]
+    assert not (results / "mutation").exists()
+    assert (tmp_path / "pjm-logs" / f"smk-map_reads.{killed[0]}.out").exists()  # PJM's own job output
+
+    # 2. The rerun (normal limits, killed jobs' partial outputs gone) completes the pipeline.
+    rc, output = run_snakemake_from_repo([*command, "--", *final_targets(results)], tmp_path / "rerun.out", timeout=500)
+    assert rc == 0, output[-5000:]
+    for sample in SAMPLES:
+        name = f"bam/{sample}/{sample}.markdup.bam"
+        assert bam_records(results / name) == bam_records(pipeline_run / name), sample
+        assert (results / f"{name}.md5").read_text() != ""
+    for suffix in (".txt", ".filt.txt"):
+        name = f"mutation/tumor/tumor.genomon_mutation.result{suffix}"
+        assert result_rows(results / name) == result_rows(pipeline_run / name)
+
+    # Every job of both runs ran under PJM; every job that reads the reference llio_transfer'd
+    # each reference file in that job (and nothing was copied to a cache directory).
+    jobs = finished_jobs(dict(os.environ))
+    names = {name for name, *_ in jobs.values()}
+    assert {"smk-split_fastq", "smk-map_reads", "smk-markdup", "smk-merge_bam", "smk-identify_mutations",
+            "smk-merge_mutation"} <= names
+    transferred = defaultdict(set)
+    for line in (pjm_env / "llio.log").read_text().splitlines():
+        _, job, action, path = line.split(" ", 3)
+        assert action == "transfer", line  # per-rule jobs: nothing to purge from the login node
+        transferred[job].add(path)
+    readers = {job for job, (name, *_) in jobs.items()
+               if name in ("smk-stage_reference", "smk-map_reads", "smk-identify_mutations")}
+    assert set(transferred) == readers
+    expected = set(reference_files(str(testdata / "ref" / "genome.fa")))
+    assert all(paths == expected for paths in transferred.values()), transferred
+    assert "not inside a PJM job: nothing to purge here" in output
+
+    # Nothing left behind: the tiers hold no files, and every job's LLIO areas (localtmp =
+    # node_local, the llio_transfer cache) ended with the job.
+    assert [p for p in (results / ".tiers").rglob("*") if p.is_file()] == []
+    for area in ("localtmp", "sharedtmp", "llio_cache"):
+        assert [p for p in (pjm_env / area).rglob("*") if p.is_file()] == [], area
+
+
+def test_every_resource_of_the_submit_command_has_a_profile_default():
+    """An unset {resources.X} in the submit command makes Snakemake refuse to submit the job."""
+    profile = yaml.safe_load((REPO / "profiles" / "pjm" / "config.v8+.yaml").read_text())
+    used = set(re.findall(r"\{resources\.(\w+)\}", profile["cluster-generic-submit-cmd"]))
+    assert {"runtime", "pjm_rscgrp", "pjm_group", "pjm_localtmp"} <= used
+    assert used <= set(profile["default-resources"])
+
+
+def test_pjm_submit_drops_an_empty_group_and_creates_the_log_directory(pjm_env, tmp_path):
+    """The profile always passes -g '{resources.pjm_group}': empty = no -g for pjsub; -o/-e directories are made."""
+    script = tmp_path / "job.sh"
+    script.write_text("echo hello\n")
+    recorder = tmp_path / "pjsub-recorder"
+    recorder.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >>"{tmp_path}/pjsub-args"\necho >>"{tmp_path}/pjsub-args"\n'
+                        'exec pjsub "$@"\n')
+    recorder.chmod(0o755)
+    jobs = []
+    for group in ("", "grp1"):
+        submitted = subprocess.run(
+            [str(REPO / "profiles" / "pjm" / "pjm-submit"), "-g", group, "-L", "elapse=1:00", "-N", "smk-x",
+             "-o", "logs/pjm/smk-x.%j.out", "-e", "logs/pjm/smk-x.%j.err", str(script)],
+            cwd=tmp_path, capture_output=True, text=True, env=dict(os.environ, PJSUB=str(recorder)))
+        assert submitted.returncode == 0, submitted.stderr
+        assert re.fullmatch(r"\d+\n", submitted.stdout)
+        jobs.append(submitted.stdout.strip())
+    passed = (tmp_path / "pjsub-args").read_text().splitlines()
+    assert not passed[0].startswith("-g|") and "|-g|" not in passed[0]
+    assert passed[1].startswith("-g|grp1|")
+    for _ in range(100):
+        if set(jobs) <= set(finished_jobs(dict(os.environ))):
+            break
+        time.sleep(0.1)
+    for job in jobs:
+        assert finished_jobs(dict(os.environ))[job][1:] == ("EXT", "0", "0")
+        assert (tmp_path / "logs" / "pjm" / f"smk-x.{job}.out").read_text() == "hello\n"

@@ -1,0 +1,141 @@
+"""QC, as Genomon's QC stage: per sample samtools stats / flagstat and mosdepth coverage of the
+final BAM, the per-region duplicate metrics summed into one Picard DuplicationMetrics file, a
+read-pair integrity check against the FASTQ split's counts, and one MultiQC report.
+"""
+
+QC_PREFIX = f"{OUTPUT_DIR}/qc/{{sample}}/{{sample}}"
+COVERAGE_DEPTHS = [10, 20, 30]
+
+
+rule bam_stats:
+    input:
+        bam=final_bam("{sample}"),
+    output:
+        stats=f"{QC_PREFIX}.samtools_stats.txt",
+        flagstat=f"{QC_PREFIX}.flagstat.txt",
+    log:
+        log_path("bam_stats", "{sample}"),
+    benchmark:
+        bench_path("bam_stats", "{sample}")
+    conda:
+        "../../envs/qc.yaml"
+    shell:
+        """
+        samtools stats {input.bam:q} >{output.stats:q} 2>{log:q}
+        samtools flagstat {input.bam:q} >{output.flagstat:q} 2>>{log:q}
+        """
+
+
+rule read_pair_integrity:
+    input:
+        stats=rules.bam_stats.output.stats,
+        counts=rules.split_fastq.output.counts,
+    output:
+        report=f"{QC_PREFIX}.integrity.txt",
+    log:
+        log_path("read_pair_integrity", "{sample}"),
+    benchmark:
+        bench_path("read_pair_integrity", "{sample}")
+    conda:
+        "../../envs/python.yaml"
+    params:
+        python=PYTHON,
+    shell:
+        """
+        if ! {params.python} -m genomon_smk.qc integrity --sample {wildcards.sample:q} \
+            --counts {input.counts:q} --stats {input.stats:q} --out {output.report:q} 2>{log:q}; then
+            cat {log:q} >&2
+            exit 1
+        fi
+        """
+
+
+rule coverage:
+    input:
+        bam=final_bam("{sample}"),
+        bai=final_bam("{sample}", ".bai"),
+    output:
+        summary=f"{QC_PREFIX}.mosdepth.summary.txt",
+        dist=f"{QC_PREFIX}.mosdepth.global.dist.txt",
+        table=f"{QC_PREFIX}.coverage.tsv",
+    log:
+        log_path("coverage", "{sample}"),
+    benchmark:
+        bench_path("coverage", "{sample}")
+    conda:
+        "../../envs/qc.yaml"
+    threads: 1
+    params:
+        python=PYTHON,
+        prefix=QC_PREFIX,
+        depths=COVERAGE_DEPTHS,
+    shell:
+        """
+        # -n: no per-base output; the summary and the cumulative distribution are what QC reads.
+        mosdepth -n -t {threads} {params.prefix:q} {input.bam:q} 2>{log:q}
+        {params.python} -m genomon_smk.qc coverage --sample {wildcards.sample:q} \
+            --summary {output.summary:q} --dist {output.dist:q} --depths {params.depths} \
+            --out {output.table:q} 2>>{log:q}
+        """
+
+
+rule duplication_metrics:
+    input:
+        bam=final_bam("{sample}"),
+        regions=expand(
+            rules.markdup.output.metrics, region=REGION_NAMES, allow_missing=True
+        ),
+    output:
+        metrics=f"{QC_PREFIX}.markdup_metrics.txt",
+    log:
+        log_path("duplication_metrics", "{sample}"),
+    benchmark:
+        bench_path("duplication_metrics", "{sample}")
+    conda:
+        "../../envs/python.yaml"
+    params:
+        python=PYTHON,
+    shell:
+        "{params.python} -m genomon_smk.qc sum-markdup --bam {input.bam:q} --out {output.metrics:q}"
+        " {input.regions:q} 2>{log:q}"
+
+
+rule multiqc:
+    input:
+        stats=expand(rules.bam_stats.output.stats, sample=SAMPLES),
+        flagstat=expand(rules.bam_stats.output.flagstat, sample=SAMPLES),
+        summary=expand(rules.coverage.output.summary, sample=SAMPLES),
+        dist=expand(rules.coverage.output.dist, sample=SAMPLES),
+        duplication=expand(rules.duplication_metrics.output.metrics, sample=SAMPLES),
+        # The report is made only for BAMs that passed the integrity check.
+        integrity=expand(rules.read_pair_integrity.output.report, sample=SAMPLES),
+    output:
+        # MultiQC's default names (multiqc_report.html, multiqc_data), in the report's directory.
+        report=f"{OUTPUT_DIR}/qc/multiqc_report.html",
+        data=directory(f"{OUTPUT_DIR}/qc/multiqc_data"),
+    log:
+        log_path("multiqc", "all"),
+    benchmark:
+        bench_path("multiqc", "all")
+    conda:
+        "../../envs/qc.yaml"
+    params:
+        python=PYTHON,
+        # Sample names from the file names without the QC suffixes; no network (no version check).
+        config="extra_fn_clean_exts: [.samtools_stats, .flagstat, .markdup]",
+    shell:
+        """
+        {params.python} -m multiqc --force --no-version-check --no-ansi --no-ai \
+            --cl-config {params.config:q} --outdir "$(dirname {output.report:q})" \
+            {input.stats:q} {input.flagstat:q} {input.summary:q} {input.dist:q} {input.duplication:q} \
+            >{log:q} 2>&1
+        """
+
+
+# What `rule all` asks for: every sample's QC files (the integrity check included) and the report.
+QC_TARGETS = [
+    *expand(rules.read_pair_integrity.output.report, sample=SAMPLES),
+    *expand(rules.coverage.output.table, sample=SAMPLES),
+    *expand(rules.duplication_metrics.output.metrics, sample=SAMPLES),
+    *rules.multiqc.output,
+]

@@ -90,7 +90,8 @@ def main() -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "pairs.tsv").write_text("tumor\tnormal\tpanel\n" + pairs)
         if name == "no panel" and not (run_dir / "results" / "bam").exists():
-            shutil.copytree(runs["panel"] / "bam", run_dir / "results" / "bam", copy_function=shutil.copy2)
+            for name in ("bam", "reference"):  # the BAMs and the staged-reference manifest they were made with
+                shutil.copytree(runs["panel"] / name, run_dir / "results" / name, copy_function=shutil.copy2)
         config = dict(base, pairs=str(run_dir / "pairs.tsv"))
         (run_dir / "config.yaml").write_text(yaml.safe_dump(config))
         snakemake(run_dir / "config.yaml", args.cores)

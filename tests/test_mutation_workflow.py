@@ -79,8 +79,10 @@ def test_panel_artifacts_are_called_by_fisher_and_removed_by_ebfilter(pipeline_r
 
 
 def reuse_bams(pipeline_run, run_dir):
-    """A new run directory holding the session run's final BAMs, so only the mutation stage runs."""
-    shutil.copytree(pipeline_run / "bam", run_dir / "results" / "bam", copy_function=shutil.copy2)
+    """A new run directory holding the session run's final BAMs (and the staged-reference manifest
+    they were made with), so only the mutation stage runs."""
+    for name in ("bam", "reference"):
+        shutil.copytree(pipeline_run / name, run_dir / "results" / name, copy_function=shutil.copy2)
 
 
 def test_without_the_panel_the_same_filter_keeps_artifacts(pipeline_run, testdata, tmp_path):

@@ -16,18 +16,17 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import finish_interruptible, run_interruptible, start_interruptible
+from conftest import START_SLURM, finish_interruptible, run_interruptible, start_interruptible
+from conftest import SNAKEMAKE_MODULE as SNAKEMAKE
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 

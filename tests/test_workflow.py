@@ -123,3 +123,17 @@ def test_counts_and_logs_and_no_temporaries_left(pipeline_run, truth):
 def test_rerun_has_nothing_to_do(pipeline_run):
     result = run_snakemake(pipeline_run.parent / "config.yaml", "-n")
     assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_tier_use_is_measured_and_only_results_reach_global(pipeline_run):
+    rows = {}
+    for line in (pipeline_run / "storage" / "tier_usage.tsv").read_text().splitlines()[1:]:
+        tier, place, peak, final, _note = line.split("\t")
+        rows[tier] = (place, int(peak), int(final))
+    assert set(rows) == {"global", "shared_tmp", "node_local", "cache"}
+    assert rows["shared_tmp"][1] > 0 and rows["shared_tmp"][2] == 0  # used during the run, empty after it
+    assert rows["node_local"][2] == 0
+    assert rows["cache"][2] > 0  # the staged reference stays for the next run
+    assert rows["global"][2] >= sum(p.stat().st_size for p in (pipeline_run / "bam").rglob("*.bam"))
+    top = {p.name for p in pipeline_run.iterdir()}
+    assert top <= {"bam", "mutation", "qc", "logs", "benchmarks", "regions.tsv", "reference", "storage", ".tiers"}

@@ -96,3 +96,10 @@ def test_dry_run_prints_the_storage_plan(tmp_path, testdata):
     plan = result.stderr[result.stderr.index("Storage plan"):]
     assert "map                 temp    node_local" in plan
     assert "shared_tmp" in plan and "10.0 GiB" in plan
+
+
+def test_panel_bam_without_index_is_refused_with_the_command_that_builds_it(tmp_path, testdata):
+    (tmp_path / "panel").mkdir()
+    (tmp_path / "panel" / "other.bam").write_bytes(b"")
+    expected = f"BAM has no index (.bam.bai or .bai): {tmp_path / 'panel' / 'other.bam'}; build it with: samtools index"
+    refused(tmp_path, testdata, expected, control_panels={"panel1": ["pon1", "panel/other.bam"]})

@@ -67,6 +67,7 @@ try:
         samples=config_path(config["samples"]) if "samples" in config else None,
         pairs=config_path(config["pairs"]) if "pairs" in config else None,
         control_panels=config["control_panels"],
+        panel_base=str(CONFIG_DIR),
         genomon_sample_sheet=(
             config_path(config["genomon_sample_sheet"])
             if "genomon_sample_sheet" in config

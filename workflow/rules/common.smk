@@ -56,6 +56,8 @@ def config_path(value):
 REFERENCE = config_path(config["reference"])
 OUTPUT_DIR = config_path(config["output_dir"])
 LOG_DIR = f"{OUTPUT_DIR}/logs"
+# What the reference pre-staging wrote: the files, sizes and checksums that jobs verify.
+STAGED_MANIFEST = f"{OUTPUT_DIR}/reference/staged.json"
 BENCH_DIR = f"{OUTPUT_DIR}/benchmarks"
 
 try:
@@ -104,9 +106,7 @@ def tier_paths():
             if paths["shared_tmp"]
             else f"{under_run}/shared_tmp"
         ),
-        "cache": (
-            config_path(paths["cache"]) if paths["cache"] else f"{under_run}/cache"
-        ),
+        "cache": paths["cache"] or f"{under_run}/cache",
         "node_local": paths["node_local"] or f"{under_run}/node_local",
     }
 
@@ -179,13 +179,14 @@ def purge_staged_reference():
     """With llio_transfer staging, purge the reference from the LLIO cache at the end of a run.
     Only possible inside a PJM job (Snakemake run inside one allocation); per-rule PJM jobs'
     LLIO caches ended with the jobs, and stage.py's purge then just says so."""
-    manifest = f"{OUTPUT_DIR}/reference/staged.json"
     if config["storage"]["reference_staging"] != "llio_transfer" or not os.path.exists(
-        manifest
+        STAGED_MANIFEST
     ):
         return
     try:
-        stage_main(["purge", "--method", "llio_transfer", "--manifest", manifest])
+        stage_main(
+            ["purge", "--method", "llio_transfer", "--manifest", STAGED_MANIFEST]
+        )
     except OSError as error:
         print(f"stage: purging the reference failed: {error}", file=sys.stderr)
 

@@ -37,7 +37,7 @@ rule stage_reference:
     input:
         reference_files(REFERENCE),
     output:
-        f"{OUTPUT_DIR}/reference/staged.json",
+        STAGED_MANIFEST,
     log:
         log_path("stage_reference", "reference"),
     benchmark:

@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """The cohort planner on the paper's Genomon shape, next to the paper's Table 7.
 
-    .venv/bin/python bench/cohort_planner.py [--slots 383] [--stagger 300]
+    .venv/bin/python bench/cohort_planner.py [--slots 383] [--stagger 300] [--target-hours 3]
+
+For a real config and a finished run's durations use the planner itself:
+    .venv/bin/python -m genomon_smk.planner --configfile CONFIG --benchmarks RESULTS/benchmarks ...
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 
-from genomon_smk.planner import paper_cohort, simulate
+from genomon_smk.planner import paper_cohort, recommend_slots, simulate
 
 PAPER = {1: (2.48, 0.40, 22.4), 2: (3.08, 0.65, 42.1), 3: (3.90, 0.77, 54.4), 4: (5.01, 0.80, 63.4)}
 
@@ -17,6 +21,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--slots", type=int, default=383)
     parser.add_argument("--stagger", type=float, default=300.0)
+    parser.add_argument("--target-hours", type=float, help="also give the fewest slots that finish in this time")
+    parser.add_argument("--slots-per-node", type=int, default=4)
     args = parser.parse_args()
     print(f"{'pipelines':>9} | {'hours':>6} {'pairs/h':>7} {'util %':>6} | paper: {'hours':>5} {'pairs/h':>7} {'util %':>6}")
     for count, (hours, rate, utilisation) in PAPER.items():
@@ -24,6 +30,17 @@ def main() -> None:
         result = simulate(jobs, args.slots, samples=count, release=release)
         print(f"{count:>9} | {result.makespan / 3600:>6.2f} {result.samples_per_hour:>7.2f} "
               f"{100 * result.utilisation:>6.1f} | {hours:>12.2f} {rate:>7.2f} {utilisation:>6.1f}")
+    if args.target_hours:
+        print(f"fewest slots to finish within {args.target_hours:g} h:")
+        for count in PAPER:
+            jobs, release = paper_cohort(count, args.stagger)
+            found = recommend_slots(jobs, count, args.target_hours * 3600, release)
+            if found is None:
+                print(f"{count:>9} pipeline(s): not reachable (critical path)")
+                continue
+            slots, result = found
+            print(f"{count:>9} pipeline(s): {slots} slots = {math.ceil(slots / args.slots_per_node)} nodes of "
+                  f"{args.slots_per_node}, {result.makespan / 3600:.2f} h, {100 * result.utilisation:.1f} %")
 
 
 if __name__ == "__main__":

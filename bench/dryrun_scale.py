@@ -1,27 +1,41 @@
 #!/usr/bin/env python3
 """Time `snakemake -n` on cohort-sized configs (a GRCh37-shaped reference, placeholder inputs).
 
-    .venv/bin/python bench/dryrun_scale.py [--pairs 1 10] [--chunks 2712] [--regions 87]
+    .venv/bin/python bench/dryrun_scale.py                       # 1, 10, 100 pairs; default and paper granularity
+    .venv/bin/python bench/dryrun_scale.py --pairs 1 10 --granularity paper
+    .venv/bin/python bench/dryrun_scale.py --pairs 100 --granularity default --chunks 8 32 64
+    .venv/bin/python bench/dryrun_scale.py --pairs 100 --granularity default --profile /tmp/dag.prof  # cProfile
 
-Prints, per configuration: samples, chunks per sample, regions, jobs in the DAG, wall seconds
-and peak memory of the dry run. Inputs are empty placeholder files: a dry run never reads them.
+Granularities: `default` = the config schema's defaults (split.chunks, regions.max_length and
+regions.pack_bp on GRCh37's 25 primary contigs); `paper` = the Fugaku paper's 2712 chunks per
+sample and 87 regions. Prints, per configuration: pairs, samples, chunks per sample, regions,
+jobs in the DAG (Snakemake's count, checked against genomon_smk.stageplan's prediction), wall
+seconds, CPU seconds (user + system: steadier than wall time on a shared machine), peak RSS of
+the dry run and the load average during it. Configurations whose predicted DAG exceeds
+--max-jobs are not run; their predicted job count is printed instead.
+
+Inputs are empty placeholder files: a dry run never reads them.
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import os
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from genomon_smk.reference import reference_files  # noqa: E402
-from genomon_smk.regions import derive_regions  # noqa: E402
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+from genomon_smk.reference import reference_files  # noqa: E402
+from genomon_smk.regions import derive_regions  # noqa: E402
+from genomon_smk.stageplan import CohortShape, total_jobs  # noqa: E402
+
 GRCH37 = [
     ("1", 249250621), ("2", 243199373), ("3", 198022430), ("4", 191154276), ("5", 180915260),
     ("6", 171115067), ("7", 159138663), ("8", 146364022), ("9", 141213431), ("10", 135534747),
@@ -29,21 +43,67 @@ GRCH37 = [
     ("16", 90354753), ("17", 81195210), ("18", 78077248), ("19", 59128983), ("20", 63025520),
     ("21", 48129895), ("22", 51304566), ("X", 155270560), ("Y", 59373566), ("MT", 16569),
 ]
+PAPER_CHUNKS, PAPER_REGIONS, PAPER_PACK_BP = 2712, 87, 1_000_000
 
 
-def max_length_for(regions: int) -> int:
+@dataclass(frozen=True)
+class Granularity:
+    name: str
+    chunks: int
+    max_length: int
+    pack_bp: int
+
+    def shape(self, pairs: int) -> CohortShape:
+        """The cohort's DAG shape: `pairs` tumor/normal pairs, every sample in one pair."""
+        regions = derive_regions(GRCH37, self.max_length, self.pack_bp)
+        mutation = sum(1 for region in regions if not region.is_unmapped)
+        return CohortShape(2 * pairs, pairs, self.chunks, len(regions), mutation)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    jobs: int
+    wall: float
+    cpu: float
+    peak_mb: float
+    load: float
+
+
+def schema_defaults() -> tuple[int, int, int]:
+    """split.chunks, regions.max_length and regions.pack_bp as the config schema defaults them."""
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    properties = schema["properties"]
+    regions = properties["regions"]["properties"]
+    return (
+        properties["split"]["properties"]["chunks"]["default"],
+        regions["max_length"]["default"],
+        regions["pack_bp"]["default"],
+    )
+
+
+def max_length_for(regions: int, pack_bp: int) -> int:
     """The contig cut length that gives `regions` regions (incl. unmapped) on GRCh37."""
     low, high = 1_000_000, 250_000_000
     while low < high:
         middle = (low + high) // 2
-        if len(derive_regions(GRCH37, middle, 1_000_000)) > regions:
+        if len(derive_regions(GRCH37, middle, pack_bp)) > regions:
             low = middle + 1
         else:
             high = middle
     return low
 
 
-def write_inputs(directory: Path, pairs: int) -> None:
+def granularities() -> dict[str, Granularity]:
+    chunks, max_length, pack_bp = schema_defaults()
+    return {
+        "default": Granularity("default", chunks, max_length, pack_bp),
+        "paper": Granularity("paper", PAPER_CHUNKS, max_length_for(PAPER_REGIONS, PAPER_PACK_BP), PAPER_PACK_BP),
+    }
+
+
+def write_inputs(directory: Path, pairs: int, granularity: Granularity) -> Path:
+    """A GRCh37-shaped .fai (placeholder FASTA and bwa index), one lane per sample, `pairs`
+    tumor/normal pairs and a config; returns the config's path."""
     reference = directory / "ref" / "GRCh37.fa"
     reference.parent.mkdir(parents=True)
     for path in reference_files(str(reference)):
@@ -62,43 +122,85 @@ def write_inputs(directory: Path, pairs: int) -> None:
         pair_rows.append(f"tumor{index:03d}\tnormal{index:03d}\t\n")
     (directory / "samples.tsv").write_text("sample\tfq1\tfq2\n" + "".join(rows))
     (directory / "pairs.tsv").write_text("tumor\tnormal\tpanel\n" + "".join(pair_rows))
+    config = directory / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "reference": "ref/GRCh37.fa", "samples": "samples.tsv", "pairs": "pairs.tsv", "output_dir": "results",
+        "split": {"chunks": granularity.chunks},
+        "regions": {"max_length": granularity.max_length, "pack_bp": granularity.pack_bp},
+    }))
+    return config
 
 
-def dry_run(pairs: int, chunks: int, regions: int) -> tuple[int, float, float]:
-    with tempfile.TemporaryDirectory() as tmp:
-        directory = Path(tmp)
-        write_inputs(directory, pairs)
-        max_length = max_length_for(regions)
-        (directory / "config.yaml").write_text(
-            "reference: ref/GRCh37.fa\nsamples: samples.tsv\npairs: pairs.tsv\n"
-            f"split: {{chunks: {chunks}}}\nregions: {{max_length: {max_length}, pack_bp: 1000000}}\n"
-        )
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def jobs_in(stdout: str) -> int:
+    """The `total` of Snakemake's Job stats table."""
+    return next(int(line.split()[1]) for line in stdout.splitlines() if line.startswith("total"))
+
+
+def dry_run(config: Path, profile: str | None = None) -> Measurement:
+    """Run `snakemake -n` (optionally under cProfile) and measure that process alone: os.wait4
+    gives the rusage of exactly this child, so runs do not mix their peaks."""
+    snakemake = [sys.executable, "-m", "snakemake"]
+    if profile:
+        snakemake = [sys.executable, "-m", "cProfile", "-o", profile, "-m", "snakemake"]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.monotonic()
-        result = subprocess.run(
-            [str(Path(sys.executable).parent / "snakemake"), "-n", "--quiet", "rules", "--cores", "2",
-             "--configfile", str(directory / "config.yaml")],
-            cwd=REPO, capture_output=True, text=True,
+        process = subprocess.Popen(
+            [*snakemake, "-n", "--quiet", "rules", "--cores", "2", "--configfile", str(config)],
+            cwd=REPO, stdout=out, stderr=err, text=True,
         )
-        seconds = time.monotonic() - start
-        peak_mb = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-        if result.returncode != 0:
-            raise SystemExit(result.stdout[-2000:] + result.stderr[-2000:])
-        total = next(int(line.split()[1]) for line in result.stdout.splitlines() if line.startswith("total"))
-        return total, seconds, peak_mb
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.monotonic() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        load = os.getloadavg()[1]  # the last 5 minutes: what the run competed with
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if process.returncode != 0:
+        raise SystemExit(f"snakemake -n failed for {config}:\n{stdout[-2000:]}{stderr[-3000:]}")
+    return Measurement(jobs_in(stdout), wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, load)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--pairs", type=int, nargs="+", default=[1])
-    parser.add_argument("--chunks", type=int, nargs="+", default=[2712])
-    parser.add_argument("--regions", type=int, default=87)
-    args = parser.parse_args()
-    print(f"{'pairs':>5} {'samples':>7} {'chunks':>6} {'regions':>7} {'jobs':>8} {'seconds':>8} {'peak MB':>8}")
-    for pairs in args.pairs:
-        for chunks in args.chunks:
-            jobs, seconds, peak = dry_run(pairs, chunks, args.regions)
-            print(f"{pairs:>5} {2 * pairs:>7} {chunks:>6} {args.regions:>7} {jobs:>8} {seconds:>8.1f} {peak:>8.0f}")
+    parser.add_argument("--pairs", type=int, nargs="+", default=[1, 10, 100])
+    parser.add_argument("--granularity", nargs="+", choices=["default", "paper"], default=["default", "paper"])
+    parser.add_argument("--chunks", type=int, nargs="+",
+                        help="chunks per sample to try instead of the granularity's (its regions kept)")
+    parser.add_argument("--max-jobs", type=int, default=100_000,
+                        help="skip configurations whose predicted DAG is larger (default %(default)s)")
+    parser.add_argument("--profile", help="write a cProfile of the (single) dry run to this file")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = parser.parse_args(argv)
+    header = ("granularity", "pairs", "samples", "chunks", "regions", "jobs", "wall s", "CPU s", "peak MB", "load")
+    if args.markdown:
+        print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+    else:
+        print("".join(f"{name:>12}" for name in header))
+    by_name = granularities()
+    runs = [
+        (name, replace(by_name[name], chunks=chunks) if chunks else by_name[name], pairs)
+        for name in args.granularity
+        for chunks in (args.chunks or [None])
+        for pairs in args.pairs
+    ]
+    for name, granularity, pairs in runs:
+        shape = granularity.shape(pairs)
+        predicted = total_jobs(shape)
+        cells = [name, pairs, shape.samples, shape.chunks, shape.regions]
+        if predicted > args.max_jobs:
+            cells += [f"{predicted} (predicted)", "not run", "", "", ""]
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                result = dry_run(write_inputs(Path(tmp), pairs, granularity), args.profile)
+            if result.jobs != predicted:
+                print(f"WARNING: Snakemake planned {result.jobs} jobs, the stage plan predicts {predicted}",
+                      file=sys.stderr)
+            cells += [result.jobs, f"{result.wall:.1f}", f"{result.cpu:.1f}", f"{result.peak_mb:.0f}",
+                      f"{result.load:.1f}"]
+        if args.markdown:
+            print("| " + " | ".join(str(cell) for cell in cells) + " |", flush=True)
+        else:
+            print("".join(f"{cell!s:>12}" for cell in cells), flush=True)
 
 
 if __name__ == "__main__":

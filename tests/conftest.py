@@ -57,6 +57,23 @@ def run_snakemake(config_path, *args, check=True, env=None):
     return result
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_slurm_probe(tmp_path_factory):
+    """For the whole session until the `slurm` fixture starts the test Slurm: a `scontrol` that fails
+    at once ahead of PATH. The Slurm executor plugin runs `scontrol show config` whenever Snakemake
+    starts, whatever the executor, and that waits 9 s for a Slurm controller that is not running.
+    Returns the environment for the tests that pass one explicitly."""
+    bin_dir = tmp_path_factory.mktemp("no-slurm-probe")
+    (bin_dir / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "scontrol").chmod(0o755)
+    os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    NO_SLURM_PROBE_DIRS.append(str(bin_dir))
+    return dict(os.environ)
+
+
+NO_SLURM_PROBE_DIRS: list[str] = []
+
+
 @pytest.fixture(scope="session")
 def pipeline_run(tmp_path_factory, testdata):
     """One full run of the workflow on the test data; returns its output directory."""
@@ -69,6 +86,20 @@ def pipeline_run(tmp_path_factory, testdata):
 @pytest.fixture(scope="session")
 def truth(testdata):
     return json.loads((testdata / "truth" / "meta.json").read_text())
+
+
+# --- comparing a cluster run's results with the local run's (pipeline_run)
+
+
+def bam_records(path):
+    """The BAM's records and its header without @PG lines (they name commands and paths)."""
+    text = subprocess.run(["samtools", "view", "-h", str(path)], capture_output=True, text=True, check=True).stdout
+    return [line for line in text.splitlines() if not line.startswith("@PG")]
+
+
+def result_rows(path):
+    """A mutation result's rows without its # meta lines."""
+    return [line for line in path.read_text().splitlines() if not line.startswith("#")]
 
 
 # --- a real single-node Slurm (.test/slurm/start-slurm) and Snakemake runs that can be interrupted
@@ -128,6 +159,10 @@ def run_interruptible(args: list[str], cwd: Path, timeout: float, log_path: Path
 @pytest.fixture(scope="session")
 def slurm() -> str:
     """A running single-node Slurm (idempotent start); skipped only without root or the packages."""
+    # From here on Snakemake talks to this Slurm: the real scontrol answers at once.
+    os.environ["PATH"] = os.pathsep.join(
+        part for part in os.environ["PATH"].split(os.pathsep) if part not in NO_SLURM_PROBE_DIRS
+    )
     if os.geteuid() != 0:
         pytest.skip("the local Slurm needs root (start-slurm starts munged/slurmctld/slurmd)")
     missing = [name for name in REQUIRED_BINARIES if _find_binary(name) is None]

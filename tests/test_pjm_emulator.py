@@ -5,8 +5,10 @@ between tests. Jobs are tiny shell scripts; the slowest parts are the 1 s elapse
 Snakemake run through the adapters.
 """
 
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,9 +30,10 @@ TIME_RE = re.compile(r"^\d\d:\d\d(:\d\d)?\)?$")
 
 
 @pytest.fixture
-def pjm(tmp_path):
-    """Environment + helpers for one isolated emulator instance; cancels leftover jobs afterwards."""
-    driver = Pjm(tmp_path)
+def pjm(tmp_path, no_slurm_probe):
+    """Environment + helpers for one isolated emulator instance; cancels leftover jobs afterwards.
+    Its PATH has no_slurm_probe's failing scontrol (a PJM machine has no Slurm to probe)."""
+    driver = Pjm(tmp_path, os.path.dirname(shutil.which("scontrol", path=no_slurm_probe["PATH"])))
     yield driver
     leftovers = [row["JOB_ID"] for row in driver.rows()]
     if leftovers:
@@ -40,12 +43,12 @@ def pjm(tmp_path):
 class Pjm:
     """Small driver around the emulator commands for the tests."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, no_slurm_dir):
         self.home = tmp_path / "fakepjm"
         self.work = tmp_path / "work"
         self.work.mkdir()
         self.env = {
-            "PATH": "%s:%s:%s" % (PJM_BIN, ADAPTERS, SYSTEM_PATH),
+            "PATH": "%s:%s:%s:%s" % (PJM_BIN, ADAPTERS, no_slurm_dir, SYSTEM_PATH),
             "HOME": os.environ.get("HOME", "/root"),
             "USER": os.environ.get("USER", "root"),
             "FAKEPJM_HOME": str(self.home),
@@ -329,6 +332,37 @@ def test_mpiexec_ranks_and_vcoord(pjm):
     assert (pjm.work / "placement.txt").read_text() == "0 0 0\n1 1 0\n2 1 1\n"
     outside = pjm.run("mpiexec", "-n", "1", "true", check=False)
     assert outside.returncode != 0
+
+
+def test_simultaneous_mpiexec_share_a_node_only_by_cores(pjm):
+    """As on Fugaku, mpiexec run at the same time must not overlap; core=N in the vcoord file lets
+    them share a node by cores (each start and end is logged with its node and cores)."""
+    for name, text in (("whole0", "(0)\n"), ("cmg0", "(0) core=24\n"), ("cmg1", "(1) core=24\n"),
+                       ("big1", "(1) core=36\n")):
+        (pjm.work / name).write_text(text)
+    pjm.script("bg.sh", """
+        wait_for() { while [ ! -e "$1" ]; do sleep 0.1; done; }
+        mpiexec --vcoordfile cmg1 -n 1 sh -c 'touch held1; sleep 4' &
+        wait_for held1
+        mpiexec -vcoordfile cmg1 -n 1 sh -c 'echo "$FAKEPJM_MPI_NODE $FAKEPJM_VCOORD"' > shared.txt
+        echo "shared $?" >> codes.txt
+        mpiexec --vcoordfile big1 -n 1 true 2> big.err; echo "big $?" >> codes.txt
+        mpiexec --vcoordfile whole0 -n 1 sh -c 'touch held0; sleep 4' &
+        wait_for held0
+        mpiexec --vcoordfile cmg0 -n 1 true 2> whole.err; echo "whole $?" >> codes.txt
+        wait
+        mpiexec --vcoordfile cmg0 -n 1 true; echo "after $?" >> codes.txt
+    """)
+    jid = pjm.submit("-L", "node=2", "--mpi", "max-proc-per-node=4", "bg.sh")
+    assert pjm.wait_final(jid, timeout=60)["EC"] == "0"
+    assert (pjm.work / "codes.txt").read_text().split("\n")[:-1] == ["shared 0", "big 1", "whole 1", "after 0"]
+    assert (pjm.work / "shared.txt").read_text() == "1 (1)\n"
+    assert "36 cores requested, 24 of 48 in use" in (pjm.work / "big.err").read_text()
+    assert "overlaps with another mpiexec" in (pjm.work / "whole.err").read_text()
+    events = [json.loads(line) for line in (pjm.home / "jobs" / jid / "mpiexec.log").read_text().splitlines()]
+    started = [(e["ranks"][0]["node"], e["ranks"][0]["cores"]) for e in events if e["event"] == "start"]
+    assert started == [(1, 24), (1, 24), (0, None), (0, 24)]
+    assert sorted(e["status"] for e in events if e["event"] == "end") == [0, 0, 0, 0]
 
 
 SNAKEFILE = '''

@@ -1,10 +1,11 @@
 """The .test pipeline through profiles/pjm (one PJM job per rule job) on the PJM emulator
 (.test/pjm) gives the local run's results, with the reference llio_transfer'd by every job that
-reads it; a job killed by its elapse limit is reported with its PJM code, and a rerun completes.
+reads it; a job killed by its elapse limit and a job removed with pjdel are reported failed with
+their PJM codes, and a rerun completes.
 
-One Snakemake run is stopped by the elapse kill of one early job (while the other jobs go on)
-and the rerun finishes the pipeline, so the pipeline runs through PJM about once (2-3 minutes
-on 2 cores).
+One Snakemake run (--keep-going, so everything that does not need the two stopped map jobs is
+done meanwhile) loses one map job to its elapse limit and one to pjdel; the rerun finishes the
+pipeline, so the pipeline runs through PJM about once.
 """
 
 import os
@@ -17,36 +18,30 @@ from collections import defaultdict
 import pytest
 import yaml
 
-from conftest import REPO, SNAKEMAKE_MODULE, finish_interruptible, write_config
+from conftest import REPO, SNAKEMAKE_MODULE, bam_records, finish_interruptible, result_rows, write_config
 from genomon_smk.reference import reference_files
 
 pytestmark = [pytest.mark.pjm, pytest.mark.workflow, pytest.mark.timeout(900)]
 
 PJM_BIN = REPO / ".test" / "pjm" / "bin"
 SAMPLES = ("tumor", "normal", "pon1", "pon2", "pon3")
-# The emulator runs jobs on this machine (2 cores): three slots, as one of them only sleeps in
-# the elapse test; status polled every second.
+# The emulator runs jobs on this machine (2 cores): three slots, as two of them only sleep in
+# the first run; status polled every second.
 TEST_MACHINE = ["--jobs", "6", "--seconds-between-status-checks", "1", "--latency-wait", "5"]
 
 
-def run_snakemake_from_repo(args, log_path, timeout):
-    """Run Snakemake from the repository root (the profile's paths are relative to it), output to log_path."""
+def start_snakemake_from_repo(args, log_path):
+    """Start Snakemake from the repository root (the profile's paths are relative to it), output to log_path."""
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             SNAKEMAKE_MODULE + args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
-    return finish_interruptible(proc, log_path, timeout)
 
 
-def bam_records(path):
-    """The BAM's records and its header without @PG lines (they name commands and paths)."""
-    text = subprocess.run(["samtools", "view", "-h", str(path)], capture_output=True, text=True, check=True).stdout
-    return [line for line in text.splitlines() if not line.startswith("@PG")]
-
-
-def result_rows(path):
-    return [line for line in path.read_text().splitlines() if not line.startswith("#")]
+def run_snakemake_from_repo(args, log_path, timeout):
+    """Run Snakemake from the repository root to the end; (exit code, output)."""
+    return finish_interruptible(start_snakemake_from_repo(args, log_path), log_path, timeout)
 
 
 def final_targets(results):
@@ -72,10 +67,11 @@ def finished_jobs(env):
 
 
 @pytest.fixture
-def pjm_env(tmp_path, monkeypatch):
+def pjm_env(tmp_path, monkeypatch, no_slurm_probe):
     """The emulator on PATH, its state in tmp_path; leftover jobs are cancelled afterwards."""
     home = tmp_path / "fakepjm"
-    monkeypatch.setenv("PATH", f"{PJM_BIN}:{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
+    # no_slurm_probe's PATH: a PJM machine has no Slurm to probe at every Snakemake start.
+    monkeypatch.setenv("PATH", f"{PJM_BIN}:{REPO / '.venv' / 'bin'}:{no_slurm_probe['PATH']}")
     monkeypatch.setenv("FAKEPJM_HOME", str(home))
     monkeypatch.setenv("FAKEPJM_MAX_RUNNING", "3")
     monkeypatch.setenv("PJM_STATUS_STATE_DIR", str(tmp_path / "pjm-status"))
@@ -87,34 +83,55 @@ def pjm_env(tmp_path, monkeypatch):
         subprocess.run(["pjdel", *leftovers], capture_output=True)
 
 
-def test_pjm_profile_runs_the_pipeline_and_reports_an_elapse_kill(pjm_env, testdata, pipeline_run, tmp_path,
-                                                                   monkeypatch):
+def wait_for_file(path, proc, timeout):
+    """Wait until path exists (while Snakemake runs); return its text."""
+    deadline = time.monotonic() + timeout
+    while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return path.read_text().strip() if path.exists() else None
+
+
+def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env, testdata, pipeline_run, tmp_path,
+                                                                          monkeypatch):
     config = write_config(tmp_path, testdata, map={"threads": 1}, markdup={"threads": 1})
     results = tmp_path / "results"
     command = ["--profile", "profiles/pjm", "--configfile", "profiles/pjm/storage.yaml", str(config),
                *TEST_MACHINE]
 
-    # 1. bwa of one map job (tumor, chunk 0000) takes longer than the 1-minute elapse limit of the
-    #    map jobs: PJM kills that job (PJM CODE 11), Snakemake reports it failed with the code and
-    #    stops once the running jobs are done (no retry for this run).
+    # 1. bwa of two map jobs sleeps first, each writing its PJM job id: tumor chunk 0000 outlives
+    #    the 1-minute elapse limit of the map jobs (PJM kills it, PJM CODE 11), normal chunk 0000
+    #    is removed with pjdel while it runs (CCL, PJM CODE 1). Snakemake reports both failed with
+    #    their codes; --keep-going runs all the jobs that do not need them; no retry for this run.
     slow = tmp_path / "slow-bin"
     slow.mkdir()
     (slow / "bwa").write_text(
-        '#!/bin/sh\ncase "$*" in *split/tumor/0000_R1.fastq*) sleep 150 ;; esac\nexec /usr/bin/bwa "$@"\n'
+        '#!/bin/sh\n'
+        f'case "$*" in *split/tumor/0000_R1.fastq*) echo "$PJM_JOBID" >"{slow}/tumor.job"; sleep 150 ;;\n'
+        f'  *split/normal/0000_R1.fastq*) echo "$PJM_JOBID" >"{slow}/normal.job"; sleep 150 ;; esac\n'
+        'exec /usr/bin/bwa "$@"\n'
     )
     (slow / "bwa").chmod(0o755)
     with monkeypatch.context() as patch:
         patch.setenv("PATH", f"{slow}:{os.environ['PATH']}")
-        rc, output = run_snakemake_from_repo(
-            [*command, "--retries", "0", "--set-resources", "map_reads:runtime=1", "--", *final_targets(results)],
-            tmp_path / "killed.out", timeout=400)
+        proc = start_snakemake_from_repo(
+            [*command, "--retries", "0", "--keep-going", "--set-resources", "map_reads:runtime=1", "--",
+             *final_targets(results)], tmp_path / "killed.out")
+    removed = wait_for_file(slow / "normal.job", proc, timeout=300)
+    assert removed, (tmp_path / "killed.out").read_text()[-3000:]
+    subprocess.run(["pjdel", removed], check=True, capture_output=True)
+    rc, output = finish_interruptible(proc, tmp_path / "killed.out", timeout=400)
     assert rc != 0, output[-3000:]
     killed = re.findall(r"PJM job (\d+) failed: elapse limit exceeded \(ST EXT, PJM CODE 11, EXIT CODE 137", output)
-    assert len(killed) == 1, output[-5000:]
-    assert finished_jobs(dict(os.environ))[killed[0]][0] == "smk-map_reads"
-    errors = [block for block in output.split("Error in rule ")[1:] if f"external_jobid: {killed[0]}\n" in block]
-    assert len(errors) == 1 and errors[0].startswith("map_reads:") and "logs/map_reads/tumor/0000.log" in errors[0]
+    assert killed == [(slow / "tumor.job").read_text().strip()], output[-5000:]
+    assert re.search(rf"PJM job {removed} failed: cancelled \(ST CCL, PJM CODE 1,", output), output[-5000:]
+    jobs = finished_jobs(dict(os.environ))
+    assert jobs[killed[0]] == ("smk-map_reads", "EXT", "137", "11")
+    assert jobs[removed][:2] == ("smk-map_reads", "CCL") and jobs[removed][3] == "1"
+    for job, chunk_log in ((killed[0], "logs/map_reads/tumor/0000.log"), (removed, "logs/map_reads/normal/0000.log")):
+        errors = [block for block in output.split("Error in rule ")[1:] if f"external_jobid: {job}\n" in block]
+        assert len(errors) == 1 and errors[0].startswith("map_reads:") and chunk_log in errors[0], job
     assert not (results / "mutation").exists()
+    assert (results / "bam" / "pon1" / "pon1.markdup.bam").exists()  # --keep-going went on
     assert (tmp_path / "pjm-logs" / f"smk-map_reads.{killed[0]}.out").exists()  # PJM's own job output
 
     # 2. The rerun (normal limits, killed jobs' partial outputs gone) completes the pipeline.

@@ -1,14 +1,27 @@
 """The cohort planner: scheduling rules, the paper's figures, and the workflow's real DAG."""
 
+import re
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import REPO, write_config
-from genomon_smk.planner import Job, paper_cohort, read_dot, simulate
+from genomon_smk.planner import (
+    RULE_PRIORITY,
+    Job,
+    benchmark_durations,
+    draw_schedule,
+    main,
+    paper_cohort,
+    read_dot,
+    recommend_slots,
+    replicate,
+    simulate,
+)
 
 
 def test_list_scheduling_on_a_tiny_dag():
@@ -59,3 +72,80 @@ def test_read_dot_takes_the_real_jobs_and_edges_of_a_config(tmp_path, testdata):
     assert all(set(job.after) & gather for job in jobs if job.stage == "markdup")
     result = simulate(jobs, slots=4, samples=1)
     assert result.busy == pytest.approx(60.0 * 20)
+
+
+def test_recommendation_is_the_fewest_slots_within_the_target():
+    jobs = [Job(f"j{i}", "map", 10.0) for i in range(4)] + [Job("end", "merge_mutation", 5.0, after=[0, 1, 2, 3])]
+    slots, result = recommend_slots(jobs, samples=1, target=25.0)
+    assert slots == 2 and result.makespan == 25.0  # 2 rounds of 10 s, then 5 s
+    assert recommend_slots(jobs, samples=1, target=24.9)[0] == 4  # 3 slots still need two rounds
+    assert recommend_slots(jobs, samples=1, target=14.9) is None  # the critical path is 15 s
+
+
+def test_a_job_holds_its_threads_and_a_narrower_one_fills_the_gap():
+    jobs = [Job("wide", "markdup", 10.0, threads=2), Job("wide2", "markdup", 10.0, threads=2), Job("narrow", "map", 4.0)]
+    result = simulate(jobs, slots=3, samples=1)
+    # Both wide jobs want 2 of 3 slots: the second waits, the low-priority map job takes the slot left.
+    assert result.starts == (0.0, 10.0, 0.0)
+    assert result.makespan == 20.0 and result.busy == pytest.approx(2 * 10 * 2 + 4)
+    assert simulate([Job("huge", "map", 5.0, threads=8)], slots=2, samples=1).busy == 10.0  # capped at the slots
+
+
+def test_replicated_pipelines_are_independent_and_staggered():
+    jobs = [Job("a", "map", 10.0), Job("b", "markdup", 10.0, after=[0])]
+    cohort, release = replicate(jobs, 3, stagger=5.0)
+    assert [job.after for job in cohort] == [[], [0], [], [2], [], [4]]
+    assert [job.pipeline for job in cohort] == [0, 0, 1, 1, 2, 2] and release == {0: 0.0, 1: 5.0, 2: 10.0}
+    assert simulate(cohort, 10, samples=3, release=release).makespan == 30.0
+
+
+def test_rule_priorities_are_the_workflow_defaults():
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    defaults = {rule: spec["default"] for rule, spec in schema["properties"]["priorities"]["properties"].items()}
+    assert RULE_PRIORITY == defaults
+
+
+@pytest.mark.workflow
+def test_planner_takes_the_real_dag_and_the_runs_benchmarks(pipeline_run, tmp_path, capsys):
+    config = pipeline_run.parent / "config.yaml"
+    dot = subprocess.run(
+        [str(Path(sys.executable).parent / "snakemake"), "-n", "--dag", "--forceall", "--configfile", str(config)],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout
+    nodes = re.findall(r'^\s*(\d+)\[label = "([^"\\]+)', dot, flags=re.M)
+    durations = benchmark_durations(str(pipeline_run / "benchmarks"))
+    # Every rule of the DAG but the target has a measured mean.
+    assert {rule for _, rule in nodes} - {"all"} <= set(durations)
+    assert all(seconds > 0 for seconds in durations.values())
+    jobs = read_dot(dot, None, durations)
+    assert len(jobs) == len(nodes) and len(nodes) > 90
+    single = simulate(jobs, 2, samples=1, priority=RULE_PRIORITY)
+    expected_busy = sum(durations.get(rule, 0.0) for _, rule in nodes)
+    assert single.busy == pytest.approx(expected_busy)
+
+    # With the jobs' threads on the run's 2 cores, the simulation replays the run: its makespan is
+    # near the one the run's timeline measured.
+    config_values = yaml.safe_load(config.read_text())
+    threads = {"map_reads": config_values["map"]["threads"], "markdup": config_values["markdup"]["threads"]}
+    replay = simulate(read_dot(dot, None, durations, threads), 2, samples=1, priority=RULE_PRIORITY)
+    summary = dict(line.split("\t") for line in
+                   (pipeline_run / "qc" / "timeline" / "timeline.summary.tsv").read_text().splitlines()[1:])
+    assert replay.makespan == pytest.approx(float(summary["makespan_s"]), rel=0.25)
+
+    (tmp_path / "dag.dot").write_text(dot)
+    assert main(["--dag", str(tmp_path / "dag.dot"), "--benchmarks", str(pipeline_run / "benchmarks"),
+                 "--slots", "2", "--pipelines", "1", "2", "--target-hours", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{len(nodes)} jobs per pipeline (1 pair(s))")
+    rows = [line.split() for line in out.splitlines() if re.match(r"\s+[12]\s+2\s", line)]
+    assert [row[0] for row in rows] == ["1", "2"]
+    assert float(rows[0][2]) == pytest.approx(single.makespan / 3600, abs=0.006)
+    assert "slots =" in out  # a recommendation for the 1 h target
+
+
+def test_a_simulated_schedule_is_drawn_as_a_timeline(tmp_path):
+    jobs = [Job("a", "map", 10.0), Job("b", "map", 10.0), Job("c", "markdup", 20.0, after=[0, 1], threads=2)]
+    result = simulate(jobs, slots=2, samples=1)
+    draw_schedule(jobs, result, str(tmp_path / "plan.svg"))
+    svg = (tmp_path / "plan.svg").read_text()
+    assert "3 jobs on 2 slots in 30 s: utilisation 100.0 %, 120.00 samples/h" in svg

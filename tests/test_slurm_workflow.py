@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import REPO, finish_interruptible, run_interruptible, start_interruptible, write_config
+from conftest import REPO, bam_records, result_rows, finish_interruptible, run_interruptible, start_interruptible, write_config
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow, pytest.mark.timeout(1500)]
 
@@ -18,20 +18,12 @@ TEST_CLUSTER = [
     "--slurm-init-seconds-before-status-checks", "2",
     "--latency-wait", "5",
     "--jobs", "4",
+    # One group job (the profile bundles map jobs) fits the 2-CPU node: at most 2 map jobs at once.
+    "--cores", "2", "--resources", "mem_mb=2000",
     "--set-resources", "map_reads:mem_mb=1000", "markdup:mem_mb=1500", "merge_bam:mem_mb=800",
     "identify_mutations:mem_mb=1000",
     "--default-resources", "slurm_partition=debug", "mem_mb=800", "runtime=30",
 ]
-
-
-def bam_records(path):
-    """The BAM's records and its header without @PG lines (they name commands and paths)."""
-    text = subprocess.run(["samtools", "view", "-h", str(path)], capture_output=True, text=True, check=True).stdout
-    return [line for line in text.splitlines() if not line.startswith("@PG")]
-
-
-def result_rows(path):
-    return [line for line in path.read_text().splitlines() if not line.startswith("#")]
 
 
 def assert_same_results(results, pipeline_run):

@@ -116,3 +116,24 @@ def test_purge_runs_llio_transfer_purge_only_inside_a_pjm_job(reference, fake_ll
     assert not fake_llio.exists()
     assert "purged 3" in purge(manifest, "llio_transfer", inside_job=True)
     assert fake_llio.read_text().splitlines() == ["--purge " + " ".join(reference)]
+
+
+def test_start_inside_a_pjm_job_transfers_once_for_the_whole_run(reference, tmp_path, fake_llio, monkeypatch, capsys):
+    manifest = tmp_path / "reference" / "staged.json"
+    common = ["--method", "llio_transfer", "--cache", str(tmp_path / "cache"), "--manifest", str(manifest)]
+    monkeypatch.delenv("PJM_JOBID", raising=False)
+    assert main(["start", "--manifest", str(manifest), *reference]) == 0  # login node: nothing
+    assert not fake_llio.exists()
+    monkeypatch.setenv("PJM_JOBID", "41")
+    assert main(["start", "--manifest", str(manifest), *reference]) == 0
+    assert main(["setup", *common, *reference]) == 0
+    assert main(["ensure", *common]) == 0
+    assert fake_llio.read_text().splitlines() == [" ".join(reference)]  # once, by start
+    monkeypatch.setenv("PJM_JOBID", "42")  # another job (a per-rule job, a resumed run): its own transfer
+    assert main(["ensure", *common]) == 0
+    assert len(fake_llio.read_text().splitlines()) == 2
+    monkeypatch.setenv("PJM_JOBID", "41")
+    assert main(["purge", "--method", "llio_transfer", "--manifest", str(manifest)]) == 0
+    assert fake_llio.read_text().splitlines()[-1] == "--purge " + " ".join(reference)
+    assert not (tmp_path / "reference" / "staged.json.llio_job").exists()
+    capsys.readouterr()

@@ -2,7 +2,7 @@
 
 import time
 
-from genomon_smk.tier_usage import TierMonitor, tree_bytes
+from genomon_smk.tier_usage import INTERMEDIATE, WORK_DIR, TierMonitor, leftover_report, tree_bytes, write_leftovers
 
 
 def test_peak_final_leftovers_and_nested_places(tmp_path):
@@ -32,3 +32,33 @@ def test_hard_links_count_once(tmp_path):
     (tmp_path / "a").write_bytes(b"x" * 100)
     (tmp_path / "b").hardlink_to(tmp_path / "a")
     assert tree_bytes(str(tmp_path)) == 100
+
+
+def test_leftovers_name_work_directories_and_intermediate_outputs(tmp_path):
+    out = tmp_path / "results"
+    shared = out / ".tiers" / "shared_tmp"
+    work = shared / "markdup.abcd1234.pon1.r0001"
+    work.mkdir(parents=True)
+    (work / "bamsort.tmp").write_bytes(b"x" * 100)
+    (shared / "markdup.abcd1234.pon1.r0001.sizes").write_text("100\n")
+    (shared / "split" / "pon1").mkdir(parents=True)
+    (shared / "split" / "pon1" / "0000_R1.fastq").write_bytes(b"y" * 50)
+    (shared / "map" / "pon2").mkdir(parents=True)  # emptied by the run: not a leftover
+    (shared / "markdup.ffff0000.pon1.r0001").mkdir()  # another output directory's run: not a work dir of ours
+    (shared / "markdup.ffff0000.pon1.r0001" / "f").write_bytes(b"z")
+    places = {"global": str(out), "shared_tmp": str(shared), "node_local": "$TMPDIR/x"}
+    found = TierMonitor(places).leftovers("abcd1234")
+    by_path = {item.path: item for item in found}
+    other = str(shared / "markdup.ffff0000.pon1.r0001" / "f")
+    assert set(by_path) == {str(work), str(shared / "split" / "pon1"), other}
+    assert (by_path[str(work)].files, by_path[str(work)].bytes) == (2, 104)  # with its .sizes file
+    assert by_path[str(work)].kind == WORK_DIR
+    assert by_path[str(shared / "split" / "pon1")].kind == INTERMEDIATE
+    assert by_path[other].kind == INTERMEDIATE
+    tsv = out / "storage" / "scratch_leftovers.tsv"
+    write_leftovers(found, str(tsv), "after this failed run")
+    rows = [line.split("\t") for line in tsv.read_text().splitlines()]
+    assert rows[0] == ["when", "tier", "path", "files", "bytes", "kind"] and len(rows) == 4
+    report = leftover_report(found, "after this failed run", str(tsv), shown=1)
+    assert report.startswith(f"Left on the scratch tiers after this failed run: 3 item(s), 155 B (all listed in {tsv})")
+    assert report.endswith("... and 2 more")

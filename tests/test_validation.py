@@ -1,72 +1,263 @@
-"""Bad input is refused before any job runs, with a message naming the problem."""
+"""Bad input is refused before any job runs, with a message naming the problem, and nothing is
+written. Every case is a real `snakemake -n` of the workflow; cases whose problems are collected
+together (the sample sheets, the panel BAMs) share one run and are checked one by one."""
 
+import errno
+import os
+import re
+import shutil
 import subprocess
+from pathlib import Path
+
+import jsonschema
+import pysam
+import pytest
+import snakemake
 
 from conftest import REPO, SNAKEMAKE, run_snakemake, write_config
-from genomon_smk.regions import make_regions
+from genomon_smk.regions import make_regions, read_fai
+
+pytestmark = pytest.mark.workflow
 
 
-def refused(tmp_path, testdata, expected, **overrides):
-    config = write_config(tmp_path, testdata, **overrides)
-    result = run_snakemake(config, "-n", check=False)
+def refusal(directory, testdata, env, prefix=(), **overrides):
+    """The output of a dry run of a config with overrides that must be refused, after checking
+    that it was refused and wrote nothing."""
+    config = write_config(directory, testdata, **overrides)
+    command = [*prefix, SNAKEMAKE, "--profile", "profiles/local", "--configfile", str(config), "--cores", "2", "-n"]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
     output = result.stdout + result.stderr
-    assert result.returncode != 0
-    assert expected in output, output[-3000:]
-    assert not (tmp_path / "results").exists()
+    assert result.returncode != 0, output[-3000:]
+    assert "invalid input" in output or "WorkflowError" in output, output[-3000:]
+    assert not (directory / "results").exists()
     return output
 
 
-def test_unknown_config_key(tmp_path, testdata):
-    refused(tmp_path, testdata, "Additional properties are not allowed ('chunk_count' was unexpected)", chunk_count=3)
+def refused(tmp_path, testdata, env, expected, **overrides):
+    output = refusal(tmp_path, testdata, env, **overrides)
+    assert expected in output, output[-3000:]
+    return output
 
 
-def test_chunk_count_of_zero(tmp_path, testdata):
-    refused(tmp_path, testdata, "0 is less than the minimum of 1", split={"chunks": 0})
+# --- config
 
 
-def test_missing_reference(tmp_path, testdata):
-    refused(tmp_path, testdata, "reference: file not found", reference=str(tmp_path / "nope.fa"))
+def test_unknown_config_key(tmp_path, testdata, no_slurm_probe):
+    refused(tmp_path, testdata, no_slurm_probe, "Additional properties are not allowed ('chunk_count' was unexpected)",
+            chunk_count=3)
 
 
-def test_reference_without_bwa_index_offers_the_command(tmp_path, testdata):
-    fasta = tmp_path / "ref.fa"
-    fasta.write_text((testdata / "ref" / "genome.fa").read_text())
-    (tmp_path / "ref.fa.fai").write_text((testdata / "ref" / "genome.fa.fai").read_text())
-    refused(tmp_path, testdata, f"build it with: bwa index {fasta}", reference=str(fasta))
+def test_wrong_type_in_config(tmp_path, testdata, no_slurm_probe):
+    refused(tmp_path, testdata, no_slurm_probe, "'eight' is not of type 'integer'", split={"chunks": "eight"})
 
 
-def test_sample_sheet_naming_an_unknown_sample(tmp_path, testdata):
-    pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("tumor\tnormal\tpanel\ntumor\tnormal_typo\t\n")
-    refused(tmp_path, testdata, f"{pairs}:2: field 'normal': unknown sample 'normal_typo'", pairs=str(pairs))
+def test_chunk_count_of_zero(tmp_path, testdata, no_slurm_probe):
+    refused(tmp_path, testdata, no_slurm_probe, "0 is less than the minimum of 1", split={"chunks": 0})
 
 
-def test_unsafe_sample_name(tmp_path, testdata):
-    text = (testdata / "samples.tsv").read_text().replace("pon3\t", "pon3;rm -rf x\t")
-    samples = testdata / "bad_samples.tsv"  # next to the data, so relative FASTQ paths still resolve
-    samples.write_text(text)
-    try:
-        refused(tmp_path, testdata, "'pon3;rm -rf x' is not a safe name", samples=str(samples),
-                control_panels={"panel1": ["pon1", "pon2"]})
-    finally:
-        samples.unlink()
+def test_missing_reference(tmp_path, testdata, no_slurm_probe):
+    refused(tmp_path, testdata, no_slurm_probe, "reference: file not found", reference=str(tmp_path / "nope.fa"))
 
 
-def test_regions_that_do_not_cover_the_reference(tmp_path, testdata):
+def reference_copy(tmp_path, testdata, *suffixes):
+    """The test reference FASTA with only the given index files next to it."""
+    fasta = tmp_path / "ref" / "ref.fa"
+    fasta.parent.mkdir()
+    for suffix in ("", *suffixes):
+        shutil.copy(testdata / "ref" / f"genome.fa{suffix}", f"{fasta}{suffix}")
+    return fasta
+
+
+def test_reference_without_fai_offers_the_command(tmp_path, testdata, no_slurm_probe):
+    fasta = reference_copy(tmp_path, testdata, ".amb", ".ann", ".bwt", ".pac", ".sa")
+    refused(tmp_path, testdata, no_slurm_probe, f"no FASTA index {fasta}.fai; build it with: samtools faidx {fasta}",
+            reference=str(fasta))
+
+
+def test_reference_without_bwa_index_offers_the_command(tmp_path, testdata, no_slurm_probe):
+    fasta = reference_copy(tmp_path, testdata, ".fai")
+    refused(tmp_path, testdata, no_slurm_probe, f"build it with: bwa index {fasta}", reference=str(fasta))
+
+
+def test_regions_that_do_not_cover_the_reference(tmp_path, testdata, no_slurm_probe):
     bed = tmp_path / "regions.bed"
     bed.write_text("chr1\t0\t1000\n")
-    refused(tmp_path, testdata, "chr1:1001-", regions={"file": str(bed)})
+    refused(tmp_path, testdata, no_slurm_probe, "chr1:1001-80000 is in no region", regions={"file": str(bed)})
 
 
-def test_missing_config_file_is_explained():
-    result = subprocess.run([SNAKEMAKE, "-n", "--cores", "1"], cwd=REPO, capture_output=True, text=True)
+def test_regions_that_overlap(tmp_path, testdata, no_slurm_probe):
+    bed = tmp_path / "regions.bed"
+    contigs = read_fai(str(testdata / "ref" / "genome.fa.fai"))
+    bed.write_text("".join(f"{name}\t0\t{length}\n" for name, length in contigs) + "chr2\t100\t200\n")
+    refused(tmp_path, testdata, no_slurm_probe, "chr2:101-200 overlaps another region", regions={"file": str(bed)})
+
+
+def test_missing_config_file_is_explained(no_slurm_probe):
+    result = subprocess.run([SNAKEMAKE, "-n", "--cores", "1"], cwd=REPO, capture_output=True, text=True,
+                            env=no_slurm_probe)
     assert result.returncode != 0
     assert "no config file given: run with --configfile FILE" in result.stdout + result.stderr
 
 
-def test_dry_run_shows_every_job_with_a_static_dag(tmp_path, testdata):
+def test_a_plan_that_exceeds_a_tier_capacity_is_refused(tmp_path, testdata, no_slurm_probe):
+    output = refused(
+        tmp_path, testdata, no_slurm_probe, "storage tier shared_tmp: the plan needs about",
+        storage={"capacity": {"shared_tmp": "1M"}},
+    )
+    assert "capacity is 1.0 MiB" in output
+
+
+# --- sample sheets: one sheet with every problem, one dry run, each message checked
+
+
+UNSAFE_NAMES = {
+    "slash": "tumor/x",
+    "dot_dot": "x..y",
+    "space": "pon 9",
+    "quote": "o'brien",
+    "command_substitution": "x$(id)",
+    "semicolon": "p;rm -rf x",
+}
+
+
+def fastq_pair(directory, name):
+    """A FASTQ pair of `name` (content is the split's business; the sheet check needs files)."""
+    for mate in (1, 2):
+        (directory / f"{name}_R{mate}.fq").write_text(f"@r1/{mate}\nACGT\n+\nIIII\n")
+    return f"{name}_R1.fq", f"{name}_R2.fq"
+
+
+def drop_read_permission():
+    """The command prefix that makes a file without read permission unreadable: as root, drop the
+    capabilities that let root read any file (what a root-squashed NFS mount does to root)."""
+    return ("setpriv", "--bounding-set=-dac_override,-dac_read_search") if os.geteuid() == 0 else ()
+
+
+@pytest.fixture(scope="module")
+def sheet_refusal(tmp_path_factory, testdata, no_slurm_probe):
+    directory = tmp_path_factory.mktemp("sheets")
+    rows = []
+    for case, name in UNSAFE_NAMES.items():
+        rows.append((name, *fastq_pair(directory, case)))
+    rows.append(("twice", *fastq_pair(directory, "twice")))
+    rows.append(("twice_again", "twice_R1.fq", fastq_pair(directory, "twice_again")[1]))
+    rows.append(("missing", "missing_R1.fq", fastq_pair(directory, "missing")[1]))
+    (directory / "missing_R1.fq").unlink()
+    rows.append(("unreadable", *fastq_pair(directory, "unreadable")))
+    (directory / "unreadable_R1.fq").chmod(0)
+    rows.append(("directory", *fastq_pair(directory, "directory")))
+    (directory / "directory_R1.fq").unlink()
+    (directory / "directory_R1.fq").mkdir()
+    rows += [(sample, *fastq_pair(directory, sample)) for sample in ("tumor", "normal", "pon1")]
+    (directory / "samples.tsv").write_text("sample\tfq1\tfq2\n" + "".join("\t".join(row) + "\n" for row in rows))
+    (directory / "pairs.tsv").write_text("tumor\tnormal\tpanel\ntumor\tnormal_typo\tpanel1\ntumor\tnormal\t\n")
+    return directory, refusal(
+        directory, testdata, no_slurm_probe, prefix=drop_read_permission(),
+        samples=str(directory / "samples.tsv"), pairs=str(directory / "pairs.tsv"),
+        control_panels={"panel1": ["pon1", "pon_typo"]},
+    )
+
+
+@pytest.mark.parametrize("case", UNSAFE_NAMES)
+def test_unsafe_sample_names_are_refused(sheet_refusal, case):
+    directory, output = sheet_refusal
+    line = 2 + list(UNSAFE_NAMES).index(case)
+    name = UNSAFE_NAMES[case]
+    assert f"{directory}/samples.tsv:{line}: field 'sample': {name!r} is not a safe name" in output
+
+
+SHEET_PROBLEMS = {
+    "same_fastq_twice": "samples.tsv:9: field 'fq1': {d}/twice_R1.fq is already used at {d}/samples.tsv:8",
+    "missing_fastq": "samples.tsv:10: field 'fq1': file not found: {d}/missing_R1.fq",
+    "unreadable_fastq": "samples.tsv:11: field 'fq1': file not readable: {d}/unreadable_R1.fq",
+    "fastq_is_a_directory": "samples.tsv:12: field 'fq1': not a regular file: {d}/directory_R1.fq",
+    "pair_naming_an_unknown_sample": "pairs.tsv:2: field 'normal': unknown sample 'normal_typo' (not in the samples table)",
+    "tumor_twice_in_pairs": "pairs.tsv:3: tumor 'tumor' already has a row at {d}/pairs.tsv:2",
+    "panel_naming_an_unknown_sample": "config: control_panels: panel 'panel1' names unknown sample 'pon_typo'",
+}
+
+
+@pytest.mark.parametrize("case", SHEET_PROBLEMS)
+def test_sample_sheet_problems_are_refused(sheet_refusal, case):
+    directory, output = sheet_refusal
+    assert SHEET_PROBLEMS[case].format(d=directory) in output
+
+
+def test_tables_with_missing_or_unknown_columns_are_refused(tmp_path, testdata, no_slurm_probe):
+    (tmp_path / "samples.tsv").write_text("sample\tfq1\ntumor\tt_R1.fq\n")
+    (tmp_path / "pairs.tsv").write_text("tumor\tnormal\tcolour\ntumor\tnormal\tred\n")
+    output = refusal(tmp_path, testdata, no_slurm_probe, samples=str(tmp_path / "samples.tsv"),
+                     pairs=str(tmp_path / "pairs.tsv"), control_panels={})
+    assert f"{tmp_path}/samples.tsv:1: missing column(s): fq2 (header is: sample, fq1)" in output
+    assert f"{tmp_path}/pairs.tsv:1: unknown column(s): colour" in output
+
+
+def test_genomon_sheet_with_a_sample_twice_and_a_panel_of_unknown_samples(tmp_path, testdata, no_slurm_probe):
+    for name in ("t", "n", "p"):
+        fastq_pair(tmp_path, name)
+    sheet = tmp_path / "genomon.csv"
+    sheet.write_text("[fastq]\nt,t_R1.fq,t_R2.fq\nn,n_R1.fq,n_R2.fq\nt,p_R1.fq,p_R2.fq\n"
+                     "[mutation_call]\nt,n,panel1\n[controlpanel]\npanel1,n,ghost\n")
+    output = refusal(tmp_path, testdata, no_slurm_probe, genomon_sample_sheet=str(sheet), samples=None, pairs=None,
+                     control_panels=None)
+    assert f"{sheet}:4: sample 't' is defined twice in [fastq]" in output
+    assert f"{sheet}: panel 'panel1' names unknown sample 'ghost'" in output
+
+
+# --- control-panel BAMs: one dry run, each problem checked
+
+
+def header_only_bam(path, contigs):
+    """An indexed BAM with these @SQ lines and no reads: all the parse-time check reads."""
+    header = {"HD": {"VN": "1.6", "SO": "coordinate"}, "SQ": [{"SN": name, "LN": length} for name, length in contigs]}
+    with pysam.AlignmentFile(str(path), "wb", header=header):
+        pass
+    pysam.index(str(path))
+
+
+@pytest.fixture(scope="module")
+def panel_refusal(tmp_path_factory, testdata, no_slurm_probe):
+    directory = tmp_path_factory.mktemp("panel")
+    contigs = read_fai(str(testdata / "ref" / "genome.fa.fai"))
+    (directory / "panel").mkdir()
+    header_only_bam(directory / "panel" / "same.bam", contigs)
+    header_only_bam(directory / "panel" / "renamed.bam", [(name.replace("chr", ""), length) for name, length in contigs])
+    header_only_bam(directory / "panel" / "longer.bam", [(name, length + 1) for name, length in contigs[:2]] + contigs[2:])
+    (directory / "panel" / "unindexed.bam").write_bytes((directory / "panel" / "same.bam").read_bytes())
+    members = ["pon1", "panel/same.bam", "panel/renamed.bam", "panel/longer.bam", "panel/unindexed.bam"]
+    return directory, refusal(directory, testdata, no_slurm_probe, control_panels={"panel1": members})
+
+
+PANEL_PROBLEMS = {
+    "missing_index": "panel 'panel1': BAM has no index (.bam.bai or .bai): {d}/panel/unindexed.bam; "
+                     "build it with: samtools index {d}/panel/unindexed.bam",
+    "other_contig_names": "panel 'panel1': BAM {d}/panel/renamed.bam was mapped to another reference (its header's "
+                          "contigs differ from {fai}): reference contig(s) not in the BAM: chr1, chr2, chr3; "
+                          "BAM contig(s) not in the reference: 1, 2, 3",
+    "other_contig_lengths": "panel 'panel1': BAM {d}/panel/longer.bam was mapped to another reference (its header's "
+                            "contigs differ from {fai}): contig lengths differ: chr1 (BAM 80001 bp, reference 80000 bp), "
+                            "chr2 (BAM 60001 bp, reference 60000 bp)",
+}
+
+
+@pytest.mark.parametrize("case", PANEL_PROBLEMS)
+def test_unusable_panel_bams_are_refused(panel_refusal, testdata, case):
+    directory, output = panel_refusal
+    fai = testdata / "ref" / "genome.fa.fai"
+    assert PANEL_PROBLEMS[case].format(d=directory, fai=fai) in output
+
+
+def test_a_panel_bam_of_the_same_reference_passes(panel_refusal):
+    directory, output = panel_refusal
+    assert f"{directory}/panel/same.bam" not in output
+
+
+# --- a good config
+
+
+def test_dry_run_shows_every_job_with_a_static_dag(tmp_path, testdata, no_slurm_probe):
     config = write_config(tmp_path, testdata, split={"chunks": 3})
-    result = run_snakemake(config, "-n", "--quiet", "rules")
+    result = run_snakemake(config, "-n", "--quiet", "rules", env=no_slurm_probe)
     counts = {}
     for line in result.stdout.splitlines():
         fields = line.split()
@@ -82,24 +273,43 @@ def test_dry_run_shows_every_job_with_a_static_dag(tmp_path, testdata):
     assert counts["merge_bam"] == samples
 
 
-def test_a_plan_that_exceeds_a_tier_capacity_is_refused(tmp_path, testdata):
-    output = refused(
-        tmp_path, testdata, "storage tier shared_tmp: the plan needs about",
-        storage={"capacity": {"shared_tmp": "1M"}},
-    )
-    assert "capacity is 1.0 MiB" in output
-
-
-def test_dry_run_prints_the_storage_plan(tmp_path, testdata):
+def test_dry_run_prints_the_storage_plan(tmp_path, testdata, no_slurm_probe):
     config = write_config(tmp_path, testdata, storage={"capacity": {"node_local": "10G"}})
-    result = run_snakemake(config, "-n")
+    result = run_snakemake(config, "-n", env=no_slurm_probe)
     plan = result.stderr[result.stderr.index("Storage plan"):]
     assert "map                 temp    node_local" in plan
     assert "shared_tmp" in plan and "10.0 GiB" in plan
 
 
-def test_panel_bam_without_index_is_refused_with_the_command_that_builds_it(tmp_path, testdata):
-    (tmp_path / "panel").mkdir()
-    (tmp_path / "panel" / "other.bam").write_bytes(b"")
-    expected = f"BAM has no index (.bam.bai or .bai): {tmp_path / 'panel' / 'other.bam'}; build it with: samtools index"
-    refused(tmp_path, testdata, expected, control_panels={"panel1": ["pon1", "panel/other.bam"]})
+# --- the README's troubleshooting section quotes messages that exist
+
+
+def troubleshooting_messages(readme: str) -> list[str]:
+    """The backticked messages in the first column of the tables of the README's Troubleshooting section."""
+    start = readme.index("## Troubleshooting")
+    end = readme.find("\n## ", start + 1)
+    section = readme[start:end if end != -1 else None]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return [message for row in rows for message in re.findall(r"`([^`]+)`", row.split(" | ")[0])]
+
+
+def message_sources() -> str:
+    """Where the messages come from: this project's code, Snakemake's and jsonschema's (which word
+    the config and job errors), and the system's error texts; adjacent string literals joined."""
+    roots = [REPO / "src", REPO / "workflow", Path(snakemake.__file__).parent, Path(jsonschema.__file__).parent]
+    texts = [path.read_text(errors="replace") for root in roots for path in sorted(root.rglob("*"))
+             if path.is_file() and path.suffix in (".py", ".smk", ".sh", "")]
+    texts += [os.strerror(code) for code in errno.errorcode]
+    return re.sub(r"""(["'])\s*\n\s*[fr]?\1""", "", "\n".join(texts))
+
+
+def test_troubleshooting_section_quotes_real_messages():
+    readme = (REPO / "README.md").read_text()
+    assert "## Troubleshooting" in readme, "README.md has no '## Troubleshooting' section"
+    messages = troubleshooting_messages(readme)
+    assert len(messages) > 30
+    sources = message_sources()
+    # A message is quoted with `…` for the names, paths and numbers it gives: its fixed parts must occur.
+    missing = [(message, part) for message in messages for part in map(str.strip, message.split("…"))
+               if len(part) > 3 and part not in sources]
+    assert missing == []

@@ -137,3 +137,18 @@ def test_tier_use_is_measured_and_only_results_reach_global(pipeline_run):
     assert rows["global"][2] >= sum(p.stat().st_size for p in (pipeline_run / "bam").rglob("*.bam"))
     top = {p.name for p in pipeline_run.iterdir()}
     assert top <= {"bam", "mutation", "qc", "logs", "benchmarks", "regions.tsv", "reference", "storage", ".tiers"}
+
+
+def test_each_work_dir_job_reports_its_own_node_local_peak(pipeline_run, testdata):
+    """Per job, as on a cluster where the node-local disks are out of the Snakemake process's sight:
+    the map jobs' peaks hold their SAM output (bwa writes it there), larger than the gzipped reads."""
+    rows = {}
+    for line in (pipeline_run / "storage" / "job_tier_use.tsv").read_text().splitlines()[1:]:
+        rule, tier, jobs, largest, total = line.split("\t")
+        rows[rule] = (tier, int(jobs), int(largest), int(total))
+    map_jobs = len(list((pipeline_run / "logs" / "map_reads").rglob("*.log")))
+    assert rows["map_reads"][:2] == ("node_local", map_jobs)
+    gzipped_reads = sum(p.stat().st_size for p in (testdata / "fastq").glob("*.fastq.gz"))
+    assert rows["map_reads"][3] > gzipped_reads
+    assert 0 < rows["map_reads"][2] <= rows["map_reads"][3]
+    assert {"markdup", "identify_mutations", "merge_mutation"} <= set(rows)

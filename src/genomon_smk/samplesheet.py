@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import jsonschema
 import yaml
 
+from genomon_smk.regions import read_fai
+
 # Names reach file paths and shell command lines: allow only characters that need no quoting.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_PLATFORM = "ILLUMINA"
@@ -231,16 +233,79 @@ def is_bam_path(member: str) -> bool:
     return member.endswith(".bam")
 
 
-def bam_problems(path: str) -> list[str]:
+def bam_contigs(path: str) -> list[tuple[str, int]]:
+    """(name, length) of every @SQ line of a BAM's header (reads only the header)."""
+    import pysam  # only when a panel names BAMs: the rest of this module needs no htslib
+
+    with pysam.AlignmentFile(path, "rb", check_sq=False) as bam:
+        return list(zip(bam.references, bam.lengths))
+
+
+def few(names: list[str], shown: int = 3) -> str:
+    """The first names of a list, and how many more there are."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def reference_differences(bam: list[tuple[str, int]], reference: list[tuple[str, int]]) -> list[str]:
+    """How a BAM's contigs differ from the reference's by name and length (order may differ:
+    every tool reads the BAMs by contig name)."""
+    bam_lengths, ref_lengths = dict(bam), dict(reference)
+    differences = []
+    missing = [name for name, _ in reference if name not in bam_lengths]
+    if missing:
+        differences.append(f"reference contig(s) not in the BAM: {few(missing)}")
+    extra = [name for name, _ in bam if name not in ref_lengths]
+    if extra:
+        differences.append(f"BAM contig(s) not in the reference: {few(extra)}")
+    other_length = [
+        f"{name} (BAM {length} bp, reference {ref_lengths[name]} bp)"
+        for name, length in bam
+        if name in ref_lengths and ref_lengths[name] != length
+    ]
+    if other_length:
+        differences.append(f"contig lengths differ: {few(other_length)}")
+    return differences
+
+
+def bam_problems(path: str, reference_fai: str | None = None) -> list[str]:
+    """Why a control-panel BAM cannot be used: missing, no index, or (given the reference's .fai)
+    mapped to another reference. Reads only the BAM header, so it is cheap at parse time."""
     if not os.path.isfile(path):
         return [f"BAM not found: {path}"]
+    problems = []
     if not any(os.path.isfile(index) for index in (path + ".bai", path[: -len(".bam")] + ".bai")):
-        return [f"BAM has no index (.bam.bai or .bai): {path}; build it with: samtools index {path}"]
-    return []
+        problems.append(f"BAM has no index (.bam.bai or .bai): {path}; build it with: samtools index {path}")
+    if reference_fai:
+        try:
+            contigs = bam_contigs(path)
+        except (OSError, ValueError) as error:
+            return problems + [f"cannot read the BAM header of {path}: {error}"]
+        differences = reference_differences(contigs, read_fai(reference_fai))
+        if differences:
+            problems.append(
+                f"BAM {path} was mapped to another reference (its header's contigs differ from "
+                f"{reference_fai}): {'; '.join(differences)}"
+            )
+    return problems
 
 
-def check_cohort(cohort: Cohort, problems: Problems, panels_where: str = "control_panels") -> None:
-    """Checks a schema cannot express: safe unique names, known references, readable distinct files."""
+def fastq_problem(path: str) -> str | None:
+    """Why a FASTQ cannot be read, or None. Its content is checked record by record by the split."""
+    if not os.path.exists(path):
+        return f"file not found: {path}"
+    if not os.path.isfile(path):
+        return f"not a regular file: {path}"
+    if not os.access(path, os.R_OK):
+        return f"file not readable: {path}"
+    return None
+
+
+def check_cohort(
+    cohort: Cohort, problems: Problems, panels_where: str = "control_panels", reference_fai: str | None = None
+) -> None:
+    """Checks a schema cannot express: safe unique names, known references, readable distinct
+    files, panel BAMs indexed and mapped to the reference (when its .fai is given)."""
     seen_files: dict[str, Where] = {}
     for sample, lanes in cohort.lanes.items():
         first = lanes[0]
@@ -249,6 +314,8 @@ def check_cohort(cohort: Cohort, problems: Problems, panels_where: str = "contro
             problems.add(first.where, f"field 'sample': {problem}")
         for lane in lanes:
             for column in ("platform", "library"):
+                if column == "library" and lane.library == sample:
+                    continue  # the default, the sample's name: checked above
                 problem = name_problem(getattr(lane, column))
                 if problem:
                     problems.add(lane.where, f"field '{column}': {problem}")
@@ -265,17 +332,18 @@ def check_cohort(cohort: Cohort, problems: Problems, panels_where: str = "contro
                     problems.add(lane.where, f"field '{column}': {fastq} is already used at {seen_files[fastq]}")
                     continue
                 seen_files[fastq] = lane.where
-                if not os.path.isfile(fastq):
-                    problems.add(lane.where, f"field '{column}': file not found: {fastq}")
-                elif not os.access(fastq, os.R_OK):
-                    problems.add(lane.where, f"field '{column}': file not readable: {fastq}")
+                problem = fastq_problem(fastq)
+                if problem:
+                    problems.add(lane.where, f"field '{column}': {problem}")
     for panel, members in cohort.panels.items():
         problem = name_problem(panel)
         if problem:
             problems.add(panels_where, f"panel name: {problem}")
         for member in members:
             if is_bam_path(member):
-                problems.messages += [f"{panels_where}: panel '{panel}': {p}" for p in bam_problems(member)]
+                problems.messages += [
+                    f"{panels_where}: panel '{panel}': {p}" for p in bam_problems(member, reference_fai)
+                ]
             elif member not in cohort.lanes:
                 problems.add(panels_where, f"panel '{panel}' names unknown sample '{member}'")
         if len(set(members)) != len(members):
@@ -301,9 +369,11 @@ def load_cohort(
     control_panels: dict[str, list[str]] | None = None,
     genomon_sample_sheet: str | None = None,
     panel_base: str = ".",
+    reference_fai: str | None = None,
 ) -> Cohort:
     """Read and check the cohort from either input form; raise InputError listing every problem.
-    Panel BAM paths in control_panels resolve against panel_base (the config file's directory)."""
+    Panel BAM paths in control_panels resolve against panel_base (the config file's directory);
+    given the reference's .fai, panel BAMs must have been mapped to that reference."""
     problems = Problems()
     if genomon_sample_sheet:
         if samples or pairs or control_panels:
@@ -326,7 +396,7 @@ def load_cohort(
             for name, members in (control_panels or {}).items()
         }
         panels_where = "config: control_panels"
-    check_cohort(cohort, problems, panels_where)
+    check_cohort(cohort, problems, panels_where, reference_fai)
     problems.raise_if_any()
     return cohort
 

@@ -13,6 +13,11 @@ paths (LLIO serves them from the job's SSD cache), so the staged path is the ori
 file whose size no longer matches the manifest is refused. `purge` runs `llio_transfer --purge`;
 llio_transfer works only inside a PJM job, so outside one (Snakemake on a login node, per-rule
 jobs whose LLIO cache ended with each job) purge only says so.
+
+When Snakemake itself runs inside the PJM job that also runs the rule jobs (profiles/pjm-allocation),
+`start` transfers the reference once at the start of the run and records the job id in a marker
+beside the manifest; the setup step and the readers then find the files already transferred in
+their job and only check sizes. `purge` at the end of the run removes the marker.
 """
 
 from __future__ import annotations
@@ -124,23 +129,61 @@ def check_sizes(manifest: list[dict]) -> None:
             )
 
 
-def transfer_staged(manifest: list[dict]) -> list[str]:
-    """llio_transfer the manifest's files in this job; they are then read at their own paths."""
+def transfer_marker(manifest_path: str) -> str:
+    """The file that names the PJM job whose LLIO cache already holds the reference."""
+    return manifest_path + ".llio_job"
+
+
+def current_job() -> str | None:
+    """The PJM job this process runs in (PJM_JOBID), or None outside PJM."""
+    return os.environ.get("PJM_JOBID") or None
+
+
+def transferred_in_job(marker: str | None, job: str | None) -> bool:
+    """True when the marker says the reference was already llio_transfer'd in this PJM job."""
+    if marker is None or job is None:
+        return False
+    try:
+        with open(marker) as handle:
+            return handle.read().strip() == job
+    except OSError:
+        return False
+
+
+def transfer_staged(manifest: list[dict], marker: str | None = None) -> list[str]:
+    """llio_transfer the manifest's files in this job (unless the marker says this job already
+    did); they are then read at their own paths."""
     check_sizes(manifest)
     sources = [entry["source"] for entry in manifest]
-    llio_transfer(sources)
+    if not transferred_in_job(marker, current_job()):
+        llio_transfer(sources)
     return sources
 
 
-def stage(manifest: list[dict], cache_dir: str, method: str) -> list[str]:
+def stage(manifest: list[dict], cache_dir: str, method: str, marker: str | None = None) -> list[str]:
     """The paths jobs read the manifest's files from, staged by the method."""
     if method == "llio_transfer":
-        return transfer_staged(manifest)
+        return transfer_staged(manifest, marker)
     return ensure_staged(manifest, cache_dir)
 
 
-def purge(manifest: list[dict], method: str, inside_job: bool) -> str:
-    """Purge llio_transfer'd files (only possible inside a PJM job); return what was done."""
+def start(files: list[str], marker: str, job: str | None) -> str:
+    """At the start of a run inside a PJM job: llio_transfer the reference files once for the
+    whole job and record the job in the marker; outside PJM do nothing. Returns what was done."""
+    if job is None:
+        return "not inside a PJM job: every job that reads the reference transfers it"
+    llio_transfer([os.path.abspath(f) for f in files])
+    os.makedirs(os.path.dirname(os.path.abspath(marker)), exist_ok=True)
+    partial = f"{marker}.partial"
+    with open(partial, "w") as handle:
+        handle.write(job + "\n")
+    os.replace(partial, marker)
+    return f"{len(files)} reference files llio_transfer'd for PJM job {job}"
+
+
+def purge(manifest: list[dict], method: str, inside_job: bool, marker: str | None = None) -> str:
+    """Purge llio_transfer'd files (only possible inside a PJM job) and drop the marker; return
+    what was done."""
     if method != "llio_transfer":
         return "nothing to purge (reference staged by copy)"
     if not inside_job:
@@ -148,6 +191,8 @@ def purge(manifest: list[dict], method: str, inside_job: bool) -> str:
             "not inside a PJM job: nothing to purge here (each per-rule job's LLIO cache ended with the job)"
         )
     llio_transfer([entry["source"] for entry in manifest], purge=True)
+    if marker is not None and os.path.exists(marker):
+        os.unlink(marker)
     return f"purged {len(manifest)} reference files from the LLIO cache"
 
 
@@ -163,13 +208,22 @@ def main(argv=None) -> int:
     ensure.add_argument("--cache", required=True)
     ensure.add_argument("--manifest", required=True)
     ensure.add_argument("--method", choices=METHODS, default="copy")
+    start_command = commands.add_parser(
+        "start", help="inside a PJM job: llio_transfer the reference once for the whole run"
+    )
+    start_command.add_argument("--manifest", required=True, help="the manifest path (the marker goes beside it)")
+    start_command.add_argument("files", nargs="+")
     purge_command = commands.add_parser("purge", help="llio_transfer --purge the reference (inside a PJM job)")
     purge_command.add_argument("--manifest", required=True)
     purge_command.add_argument("--method", choices=METHODS, default="copy")
     args = parser.parse_args(argv)
+    marker = transfer_marker(args.manifest)
+    if args.command == "start":
+        print(f"stage: {start(args.files, marker, current_job())}", file=sys.stderr)
+        return 0
     if args.command == "setup":
         manifest = describe(args.files)
-        stage(manifest, args.cache, args.method)
+        stage(manifest, args.cache, args.method, marker)
         partial = args.manifest + ".partial"
         with open(partial, "w") as handle:
             json.dump(manifest, handle, indent=1)
@@ -180,9 +234,12 @@ def main(argv=None) -> int:
     with open(args.manifest) as handle:
         manifest = json.load(handle)
     if args.command == "ensure":
-        print(stage(manifest, args.cache, args.method)[0])
+        print(stage(manifest, args.cache, args.method, marker)[0])
     else:
-        print(f"stage: {purge(manifest, args.method, inside_job='PJM_JOBID' in os.environ)}", file=sys.stderr)
+        print(
+            f"stage: {purge(manifest, args.method, inside_job=current_job() is not None, marker=marker)}",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -3,7 +3,10 @@
 A thread in the Snakemake process samples the size of every tier place that this machine can
 see (each tier's directory; node-local places of other nodes are out of its reach and say so),
 and at the end of the run writes a table to the log and a TSV next to the results. Whatever is
-left in node_local or shared_tmp after a successful run is reported as a leftover.
+left in node_local or shared_tmp is reported as a leftover: after a successful run, after a
+failed one, and at the start of the next run (a killed Snakemake runs no handler), each leftover
+named as a job's work directory (the job did not finish; its rerun clears it) or an intermediate
+output of a finished job (the rerun reuses it).
 """
 
 from __future__ import annotations
@@ -43,6 +46,81 @@ def tree_files(path: str, skip: tuple[str, ...] = ()) -> list[str]:
     return [os.path.join(root, name) for root, files in walk(path, skip) for name in files]
 
 
+WORK_DIR = "work directory of a job that did not finish: cleared when the job reruns"
+INTERMEDIATE = "intermediate output of a finished job: reused by the rerun, removed once its readers finish"
+LEFTOVER_COLUMNS = ("when", "tier", "path", "files", "bytes", "kind")
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """Something left on a scratch tier: a job's work directory or an intermediate output."""
+
+    tier: str
+    path: str
+    files: int
+    bytes: int
+    kind: str
+
+
+def is_work_dir(name: str, run_key: str) -> bool:
+    """Job work directories (and their size samples) are named `RULE.RUN_KEY[.WILDCARD...]`."""
+    return f".{run_key}." in f"{name}."
+
+
+def leftover_items(place: str, run_key: str, skip: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """(path, kind) of what lies in a scratch place: each job work directory (with its
+    `.sizes` file) as one item, and each output below the first level (`split/SAMPLE`)."""
+    items = []
+    top = entries(place)
+    names = {entry.name for entry in top}
+    for entry in top:
+        if os.path.normpath(entry.path) in skip:
+            continue
+        if is_work_dir(entry.name, run_key):
+            if not (entry.name.endswith(".sizes") and entry.name[: -len(".sizes")] in names):
+                items.append((entry.path, WORK_DIR))
+        elif entry.is_dir(follow_symlinks=False):
+            items += [(inner.path, INTERMEDIATE) for inner in entries(entry.path)]
+        else:
+            items.append((entry.path, INTERMEDIATE))
+    return items
+
+
+def entries(directory: str) -> list[os.DirEntry]:
+    """The entries of a directory by name; none if it does not exist (yet, or any more)."""
+    try:
+        return sorted(os.scandir(directory), key=lambda entry: entry.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def measure(path: str) -> tuple[int, int]:
+    """(files, bytes) of a file or of the tree below a directory; (0, 0) if it is gone."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        return len(tree_files(path)), tree_bytes(path)
+    try:
+        return 1, os.lstat(path).st_size
+    except FileNotFoundError:
+        return 0, 0
+
+
+def write_leftovers(leftovers: list[Leftover], tsv_path: str, when: str) -> None:
+    os.makedirs(os.path.dirname(tsv_path), exist_ok=True)
+    with open(tsv_path, "w") as out:
+        out.write("\t".join(LEFTOVER_COLUMNS) + "\n")
+        out.writelines(f"{when}\t{i.tier}\t{i.path}\t{i.files}\t{i.bytes}\t{i.kind}\n" for i in leftovers)
+
+
+def leftover_report(leftovers: list[Leftover], when: str, tsv_path: str, shown: int = 10) -> str:
+    """The log's account of the leftovers: the first `shown`, the rest in the TSV."""
+    total = sum(item.bytes for item in leftovers)
+    lines = [f"Left on the scratch tiers {when}: {len(leftovers)} item(s), {human(total)} (all listed in {tsv_path}):"]
+    lines += [f"  {i.tier:<11}{human(i.bytes):>10}  {i.path}  ({i.kind})" for i in leftovers[:shown]]
+    if len(leftovers) > shown:
+        lines.append(f"  ... and {len(leftovers) - shown} more")
+    return "\n".join(lines)
+
+
 @dataclass
 class TierMonitor:
     """Samples the tier places every `interval` seconds between start() and finish()."""
@@ -68,6 +146,24 @@ class TierMonitor:
 
     def size(self, tier: str) -> int:
         return tree_bytes(self.places[tier], self.nested(tier))
+
+    def leftovers(self, run_key: str) -> list[Leftover]:
+        """What lies on the scratch tiers visible from here, each item measured; empty outputs
+        (directories whose files were all removed) are not listed."""
+        found, seen = [], set()
+        for tier in SCRATCH_TIERS:
+            if tier not in self.places or not self.visible(tier):
+                continue
+            for path, kind in leftover_items(self.places[tier], run_key, self.nested(tier)):
+                if path in seen:  # both scratch tiers in one place
+                    continue
+                seen.add(path)
+                # A work directory's size samples lie next to it (job-work-dir.sh): count them with it.
+                parts = [measure(p) for p in ([path, path + ".sizes"] if kind == WORK_DIR else [path])]
+                files, size = sum(f for f, _ in parts), sum(b for _, b in parts)
+                if files or kind == WORK_DIR:
+                    found.append(Leftover(tier, path, files, size, kind))
+        return found
 
     def sample(self) -> None:
         for tier in self.places:

@@ -12,12 +12,14 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
+from genomon_smk import job_tier_use
 from genomon_smk.fastq_split import chunk_name
 from genomon_smk.reference import reference_files, reference_problems
 from genomon_smk.regions import make_regions
 from genomon_smk.samplesheet import InputError, load_cohort
 from genomon_smk.stage import main as stage_main
-from genomon_smk.tier_usage import TierMonitor
+from genomon_smk.tier_usage import TierMonitor, leftover_report, write_leftovers
+from genomon_smk.stageplan import CohortShape, stage_table, stagger_delays
 from genomon_smk.tierplan import (
     file_bytes,
     over_capacity,
@@ -70,6 +72,7 @@ try:
         pairs=config_path(config["pairs"]) if "pairs" in config else None,
         control_panels=config["control_panels"],
         panel_base=str(CONFIG_DIR),
+        reference_fai=f"{REFERENCE}.fai",
         genomon_sample_sheet=(
             config_path(config["genomon_sample_sheet"])
             if "genomon_sample_sheet" in config
@@ -156,23 +159,69 @@ try:
 except ValueError as error:
     raise WorkflowError(f"config storage.capacity: {error}") from None
 
+# Staggered start of pairs: seconds each sample's split waits (samples that do not wait left out).
+STAGGER = stagger_delays(
+    [(pair.tumor, pair.normal) for pair in COHORT.pairs], config["stagger_minutes"]
+)
+
+# Genomon's stages and their job counts for the whole run (a dry run runs no hooks: printed here).
+if workflow.is_main_process:
+    print(
+        stage_table(
+            CohortShape(
+                len(SAMPLES),
+                len(PAIRS),
+                len(CHUNKS),
+                len(REGION_NAMES),
+                len(MUTATION_REGIONS),
+                len(STAGGER),
+            ),
+            RULE_TIERS,
+            config["priorities"],
+        ),
+        file=sys.stderr,
+    )
+
 TIER_MONITOR = TierMonitor(dict(TIER_PATHS))
 # Names the job work directories of this output directory apart from other runs on a tier.
 RUN_KEY = hashlib.md5(OUTPUT_DIR.encode()).hexdigest()[:8]
 
 
+WORK_DIR_SCRIPT = f"{workflow.basedir}/scripts/job-work-dir.sh"
+
+
 def job_work_dir(rule_name):
-    """A job's own work directory on its rule's temp tier, the same on every attempt: a job killed
-    with SIGKILL (which skips the shell's EXIT trap) leaves it behind, and the rerun clears it.
+    """The arguments of `source job-work-dir.sh` for a job of the rule: its own work directory on
+    the rule's temp tier (left quoted for the job's shell, which expands $TMPDIR or
+    $PJM_LOCALTMP on its node) and the tier's name. The directory is the same on every attempt:
+    a job killed with SIGKILL (which skips the shell's EXIT trap) leaves it behind, and the rerun
+    clears it.
     """
+    tier = RULE_TIERS[rule_name]["temp"]
 
     def work_dir(wildcards):
         parts = [value for _, value in sorted(wildcards.items())]
-        return f"{tier_dir(rule_name, 'temp')}/{rule_name}.{RUN_KEY}" + "".join(
+        place = f"{TIER_PATHS[tier]}/{rule_name}.{RUN_KEY}" + "".join(
             f".{p}" for p in parts
         )
+        return f'{shlex.quote(WORK_DIR_SCRIPT)} "{place}" {tier}'
 
     return work_dir
+
+
+def transfer_reference_at_start():
+    """With llio_transfer staging and Snakemake inside a PJM job (profiles/pjm-allocation): one
+    llio_transfer of the reference for the whole run, before any job; the jobs of this PJM job
+    then skip theirs. Outside PJM (per-rule jobs, submitted from a login node) it does nothing.
+    """
+    if config["storage"]["reference_staging"] != "llio_transfer":
+        return
+    try:
+        stage_main(
+            ["start", "--manifest", STAGED_MANIFEST, *reference_files(REFERENCE)]
+        )
+    except OSError as error:
+        raise WorkflowError(f"stage: llio_transfer of the reference failed: {error}")
 
 
 def purge_staged_reference():
@@ -193,13 +242,23 @@ def purge_staged_reference():
 
 def report_tier_usage():
     """At the end of a successful run: the measured tier use (log and TSV), and any leftovers."""
-    table, leftovers = TIER_MONITOR.finish(f"{OUTPUT_DIR}/storage/tier_usage.tsv")
+    table, _ = TIER_MONITOR.finish(f"{OUTPUT_DIR}/storage/tier_usage.tsv")
     print(table, file=sys.stderr)
+    job_uses = job_tier_use.collect(LOG_DIR)
+    job_tier_use.write_tsv(job_uses, f"{OUTPUT_DIR}/storage/job_tier_use.tsv")
+    print(job_tier_use.table(job_uses), file=sys.stderr)
+    report_scratch_leftovers("after a successful run")
+
+
+def report_scratch_leftovers(when):
+    """What lies on node_local/shared_tmp (the places visible from here) to the log and
+    storage/scratch_leftovers.tsv: after a run, and at the start of one (a killed run reports
+    nothing itself). The rerun copes with all of it: see tier_usage.py."""
+    tsv = f"{OUTPUT_DIR}/storage/scratch_leftovers.tsv"
+    leftovers = TIER_MONITOR.leftovers(RUN_KEY)
+    write_leftovers(leftovers, tsv, when)
     if leftovers:
-        print(
-            f"WARNING: {len(leftovers)} file(s) left in node_local/shared_tmp, e.g. {leftovers[0]}",
-            file=sys.stderr,
-        )
+        print(leftover_report(leftovers, when, tsv), file=sys.stderr)
 
 
 def log_path(rule_name, pattern):
@@ -281,3 +340,38 @@ wildcard_constraints:
     chunk=r"\d{4}",
     region="|".join(map(re.escape, REGION_NAMES)),
     tumor="|".join(map(re.escape, PAIRS)) or "(?!)",
+
+
+# The utilisation timeline (rules/timeline.smk): its slots and every rule's threads.
+def timeline_slots():
+    """The chart's slots: config timeline.slots, else the cores Snakemake runs with; empty when
+    they are unbounded (a cluster executor), so the chart takes the fewest that held the jobs.
+    """
+    if config["timeline"]["slots"]:
+        return config["timeline"]["slots"]
+    try:
+        cores = workflow.cores
+    except WorkflowError:
+        return ""
+    return "" if cores is None or cores >= sys.maxsize else cores
+
+
+def rule_threads():
+    """RULE=N for every rule with a fixed thread count other than one (a job holds that many
+    slots; 0: none, a timer such as stagger_start)."""
+    counts = {
+        defined.name: fixed_value(defined.resources.get("_cores"))
+        for defined in workflow.rules
+    }
+    return " ".join(
+        f"{name}={count}"
+        for name, count in sorted(counts.items())
+        if isinstance(count, int) and count != 1
+    )
+
+
+def fixed_value(resource):
+    """A Snakemake 9 Resource's value (or a plain value); None for a callable, known only per job."""
+    if hasattr(resource, "is_evaluable"):
+        return None if resource.is_evaluable() else resource.value
+    return resource

@@ -52,10 +52,7 @@ rule identify_mutations:
         (
             reference=$({params.python} -m genomon_smk.stage ensure --method {params.staging} \
                 --cache "{params.cache}" --manifest {input.staged:q})
-            work="{params.work_dir}"
-            rm -rf "$work"
-            mkdir -p "$work"
-            trap 'rm -rf "$work"' EXIT
+            source {params.work_dir} {log:q}
             echo {params.intervals:q} >"$work/region.txt"
             if [ {params.mode} = comparison ]; then
                 {params.tools[fisher]} comparison -1 {input.tumor:q} -2 {input.normal:q} -r "$reference" \

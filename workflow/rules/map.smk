@@ -8,6 +8,12 @@ the map rule's output tier, and a per-sample gather re-files them by region for 
 """
 
 
+# Bookkeeping with no compute: run in the Snakemake process's host, not as cluster jobs.
+localrules:
+    region_table,
+    gather_map,
+
+
 rule region_table:
     input:
         fai=f"{REFERENCE}.fai",
@@ -82,10 +88,7 @@ rule map_reads:
         """
         reference=$({params.python} -m genomon_smk.stage ensure --method {params.staging} --cache "{params.cache}" \
             --manifest {input.staged:q})
-        work="{params.work_dir}"
-        rm -rf "$work"
-        mkdir -p "$work"
-        trap 'rm -rf "$work"' EXIT
+        source {params.work_dir} {log:q}
         bwa mem -t {threads} -K {params.batch_bases} {params.bwa_params} -R '{params.read_group}' \
             "$reference" {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq >"$work/aligned.sam" 2>{log:q}
         {params.python} -m genomon_smk.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \

@@ -22,10 +22,7 @@ rule markdup:
         work_dir=job_work_dir("markdup"),
     shell:
         """
-        work="{params.work_dir}"
-        rm -rf "$work"
-        mkdir -p "$work"
-        trap 'rm -rf "$work"' EXIT
+        source {params.work_dir} {log:q}
         ls -1 {input.by_region:q}/{wildcards.region}/*.bam >"$work/pieces.txt"
         # bammarkduplicates reads stdin itself: given I=/dev/stdin it tries a second pass and fails
         (samtools cat -b "$work/pieces.txt" -o - \

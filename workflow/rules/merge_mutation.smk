@@ -1,6 +1,11 @@
 """Merge mutation: per pair, the region results under Genomon's meta lines and header
 (`result.txt`), `mutil filter` (`result.filt.txt`), and a bgzipped, indexed VCF of the
-filtered calls."""
+filtered calls; then a summary of both (call counts, substitution classes, tumor VAF) as a TSV
+and a plot for the Snakemake report."""
+
+MUTATION_SUMMARY_PREFIX = (
+    f"{OUTPUT_DIR}/mutation/{{tumor}}/{{tumor}}.genomon_mutation.summary"
+)
 
 
 rule merge_mutation:
@@ -51,10 +56,7 @@ rule merge_mutation:
     shell:
         """
         (
-            work="{params.work_dir}"
-            rm -rf "$work"
-            mkdir -p "$work"
-            trap 'rm -rf "$work"' EXIT
+            source {params.work_dir} {log:q}
             printf '%s\\n' {input.regions:q} >"$work/regions.txt"
             {params.python} -m genomon_smk.mutation_merge result --out {output.result:q} {params.shape} \
                 --version-of {params.versions} --regions-file "$work/regions.txt"
@@ -63,3 +65,42 @@ rule merge_mutation:
                 --out {output.vcf:q} --tumor {wildcards.tumor} {params.normal}
         ) >{log:q} 2>&1
         """
+
+
+rule mutation_summary:
+    input:
+        result=rules.merge_mutation.output.result,
+        filtered=rules.merge_mutation.output.filtered,
+    output:
+        tsv=report(
+            f"{MUTATION_SUMMARY_PREFIX}.tsv",
+            caption="../report/mutation_summary_tsv.rst",
+            category="Mutations",
+            subcategory="{tumor}",
+            labels={"content": "counts (TSV)"},
+        ),
+        png=report(
+            f"{MUTATION_SUMMARY_PREFIX}.png",
+            caption="../report/mutation_summary_png.rst",
+            category="Mutations",
+            subcategory="{tumor}",
+            labels={"content": "summary plot"},
+        ),
+    log:
+        log_path("mutation_summary", "{tumor}"),
+    benchmark:
+        bench_path("mutation_summary", "{tumor}")
+    conda:
+        "../../envs/plot.yaml"
+    params:
+        python=PYTHON,
+    shell:
+        """
+        {params.python} -m genomon_smk.mutation_summary --result {input.result:q} \
+            --filtered {input.filtered:q} --tumor {wildcards.tumor:q} \
+            --tsv {output.tsv:q} --png {output.png:q} >{log:q} 2>&1
+        """
+
+
+# What `rule all` asks for: every pair's summary (TSV and plot).
+MUTATION_SUMMARY_TARGETS = expand(rules.mutation_summary.output, tumor=PAIRS)

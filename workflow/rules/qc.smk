@@ -57,7 +57,13 @@ rule coverage:
     output:
         summary=f"{QC_PREFIX}.mosdepth.summary.txt",
         dist=f"{QC_PREFIX}.mosdepth.global.dist.txt",
-        table=f"{QC_PREFIX}.coverage.tsv",
+        table=report(
+            f"{QC_PREFIX}.coverage.tsv",
+            caption="../report/coverage.rst",
+            category="QC",
+            subcategory="Coverage",
+            labels={"sample": "{sample}"},
+        ),
     log:
         log_path("coverage", "{sample}"),
     benchmark:
@@ -111,7 +117,13 @@ rule multiqc:
         integrity=expand(rules.read_pair_integrity.output.report, sample=SAMPLES),
     output:
         # MultiQC's default names (multiqc_report.html, multiqc_data), in the report's directory.
-        report=f"{OUTPUT_DIR}/qc/multiqc_report.html",
+        report=report(
+            f"{OUTPUT_DIR}/qc/multiqc_report.html",
+            caption="../report/multiqc.rst",
+            category="QC",
+            subcategory="MultiQC",
+            labels={"report": "MultiQC (all samples)"},
+        ),
         data=directory(f"{OUTPUT_DIR}/qc/multiqc_data"),
     log:
         log_path("multiqc", "all"),

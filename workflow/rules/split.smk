@@ -4,10 +4,34 @@ The chunks of a sample share one directory output: one DAG edge per map job, and
 temp-file bookkeeping stays linear in the chunk count."""
 
 
+rule stagger_start:
+    output:
+        temp(f"{OUTPUT_DIR}/stagger/{{sample}}.started"),
+    log:
+        log_path("stagger_start", "{sample}"),
+    benchmark:
+        bench_path("stagger_start", "{sample}")
+    # A timer, not work: on the host Snakemake runs on, holding no core or cluster slot.
+    localrule: True
+    conda:
+        "../../envs/python.yaml"
+    threads: 0
+    params:
+        seconds=lambda wildcards: STAGGER[wildcards.sample],
+    shell:
+        "(sleep {params.seconds} && touch {output:q}) > {log:q} 2>&1"
+
+
 rule split_fastq:
     input:
         fq1=lambda wildcards: [lane.fq1 for lane in sample_lanes(wildcards.sample)],
         fq2=lambda wildcards: [lane.fq2 for lane in sample_lanes(wildcards.sample)],
+        # Staggered start (config stagger_minutes): the sample's pair waits its turn.
+        stagger=lambda wildcards: (
+            expand(rules.stagger_start.output[0], sample=wildcards.sample)
+            if wildcards.sample in STAGGER
+            else []
+        ),
     output:
         chunks=temp(directory(tier_file("split_fastq", "split/{sample}"))),
         counts=f"{OUTPUT_DIR}/qc/{{sample}}/{{sample}}.fastq_counts.json",

@@ -936,18 +936,23 @@ def main_llio_transfer(argv):
 
 
 def parse_vcoord_file(path):
-    """Coordinates from a Fugaku vcoord file: one ``(x)``, ``(x,y)`` or ``(x,y,z)`` per rank."""
-    coords = []
+    """Entries of a Fugaku vcoord file: one ``(x)``, ``(x,y)`` or ``(x,y,z)`` per rank, optionally
+    followed by ``core=N`` (the cores of that rank, so that several mpiexec can share a node).
+
+    Returns a list of (coordinate tuple, cores or None).
+    """
+    entries = []
     with open(path) as handle:
         for number, line in enumerate(handle, 1):
             text = line.split("#", 1)[0].strip()
             if not text:
                 continue
-            match = re.fullmatch(r"\(\s*(\d+(?:\s*,\s*\d+){0,2})\s*\)", text)
-            if not match:
+            match = re.fullmatch(r"\(\s*(\d+(?:\s*,\s*\d+){0,2})\s*\)(?:\s+core=(\d+))?", text)
+            if not match or (match.group(2) and not 1 <= int(match.group(2)) <= CORES_PER_NODE):
                 raise ValueError("%s:%d: not a coordinate: %s" % (path, number, text))
-            coords.append(tuple(int(v) for v in match.group(1).split(",")))
-    return coords
+            coord = tuple(int(v) for v in match.group(1).split(","))
+            entries.append((coord, int(match.group(2)) if match.group(2) else None))
+    return entries
 
 
 def node_index(coord, shape):
@@ -977,6 +982,63 @@ def node_shape(node_require):
     return tuple(int(d) for d in dims.split("x"))
 
 
+def mpiexec_registry(home, jid):
+    """Directory of the job's running mpiexec placements (one JSON file per mpiexec process)."""
+    path = os.path.join(job_dir(home, jid), "mpiexec")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def running_placements(registry):
+    """{pid: {node: [cores or None, ...]}} of the mpiexec of this job that are still alive."""
+    placements = {}
+    for name in os.listdir(registry):
+        path = os.path.join(registry, name)
+        try:
+            with open(path) as handle:
+                entry = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if process_start_ticks(entry["pid"]) == entry["ticks"]:
+            placements[entry["pid"]] = {int(node): cores for node, cores in entry["nodes"].items()}
+        else:  # its mpiexec was killed before it could unregister
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+    return placements
+
+
+def placement_conflict(wanted, others, max_per_node):
+    """Why ranks {node: [cores or None]} cannot start beside the running mpiexec, or None.
+
+    As on Fugaku, mpiexec run at the same time must not share coordinates; a rank with
+    ``core=N`` takes only N cores of its node, so ranks with core= may share a node while the
+    cores (48) and --mpi max-proc-per-node allow it.
+    """
+    for node, ranks in sorted(wanted.items()):
+        used = [cores for other in others.values() for cores in other.get(node, [])]
+        if not used:
+            continue
+        if None in used or None in ranks:
+            return ("coordinate of node %d overlaps with another mpiexec running in this job "
+                    "(use core=N in the vcoordfile to share a node)" % node)
+        if sum(used) + sum(ranks) > CORES_PER_NODE:
+            return "node %d: %d cores requested, %d of %d in use by other mpiexec" % (
+                node, sum(ranks), sum(used), CORES_PER_NODE)
+        if max_per_node and len(used) + len(ranks) > max_per_node:
+            return "node %d: more than max-proc-per-node=%d processes" % (node, max_per_node)
+    return None
+
+
+def log_mpiexec(home, jid, event):
+    """Append one JSON line to jobs/<id>/mpiexec.log (what ran where; read by tests)."""
+    event = dict(event, time=round(time.time(), 3), pid=os.getpid())
+    fd = os.open(os.path.join(job_dir(home, jid), "mpiexec.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(fd, (json.dumps(event, sort_keys=True) + "\n").encode())
+    os.close(fd)
+
+
 def main_mpiexec(argv):
     """mpiexec [-n N] [--vcoordfile F] [--mca K V] [-x VAR] cmd... : N local processes as ranks."""
     nprocs, vcoord_path, exports = None, None, []
@@ -988,8 +1050,10 @@ def main_mpiexec(argv):
                 sys.stderr.write("mpiexec: error: invalid process count %s\n" % argv[i + 1])
                 return 1
             nprocs, i = int(argv[i + 1]), i + 2
-        elif word == "--vcoordfile" and i + 1 < len(argv):
+        elif word in ("--vcoordfile", "-vcoordfile") and i + 1 < len(argv):
             vcoord_path, i = argv[i + 1], i + 2
+        elif word.startswith("--vcoordfile="):
+            vcoord_path, i = word.split("=", 1)[1], i + 1
         elif word == "--mca" and i + 2 < len(argv):
             i += 3
         elif word == "-x" and i + 1 < len(argv):
@@ -1008,11 +1072,12 @@ def main_mpiexec(argv):
     home, rec = running_job_record("mpiexec")
     shape = node_shape(rec["node_require"])
     try:
-        coords = parse_vcoord_file(vcoord_path) if vcoord_path else []
-        nodes_of_coords = [node_index(c, shape) for c in coords]
+        entries = parse_vcoord_file(vcoord_path) if vcoord_path else []
+        nodes_of_coords = [node_index(coord, shape) for coord, _ in entries]
     except (OSError, ValueError) as exc:
         sys.stderr.write("mpiexec: error: vcoordfile: %s\n" % exc)
         return 1
+    coords = [coord for coord, _ in entries]
     if nprocs is None:
         nprocs = len(coords) or rec["mpi_proc"] or rec["nodes"]
     if coords and nprocs > len(coords):
@@ -1025,43 +1090,73 @@ def main_mpiexec(argv):
         return 1
     per_node = -(-nprocs // rec["nodes"])
     placement = nodes_of_coords[:nprocs] if coords else [rank // per_node for rank in range(nprocs)]
+    cores = [entries[rank][1] for rank in range(nprocs)] if coords else [None] * nprocs
+    wanted = {}
+    for node, rank_cores in zip(placement, cores):
+        wanted.setdefault(node, []).append(rank_cores)
+    max_per_node = rec["mpi"].get("max-proc-per-node")
+    max_per_node = int(max_per_node) if str(max_per_node).isdigit() else None
+    registry = mpiexec_registry(home, rec["id"])
+    entry_path = os.path.join(registry, "%d.json" % os.getpid())
+    with Lock(home):
+        problem = placement_conflict(wanted, running_placements(registry), max_per_node)
+        if problem is None:
+            write_json_atomic(entry_path, {"pid": os.getpid(), "ticks": process_start_ticks(os.getpid()),
+                                           "nodes": {str(node): c for node, c in wanted.items()}})
+    if problem is not None:
+        sys.stderr.write("mpiexec: error: %s\n" % problem)
+        return 1
+    log_mpiexec(home, rec["id"], {"event": "start", "command": command, "ranks": [
+        {"node": node, "coord": list(coords[rank]) if coords else None, "cores": cores[rank]}
+        for rank, node in enumerate(placement)]})
     local_rank, local_size = [], {}
     for node in placement:
         local_rank.append(local_size.get(node, 0))
         local_size[node] = local_size.get(node, 0) + 1
     procs = []
-    for rank in range(nprocs):
-        env = dict(os.environ)
-        for name in exports:
-            key, sep, value = name.partition("=")
-            if sep:
-                env[key] = value
-        env.update({"PMIX_RANK": str(rank), "PMIX_SIZE": str(nprocs), "OMPI_COMM_WORLD_RANK": str(rank),
-                    "OMPI_COMM_WORLD_SIZE": str(nprocs), "OMPI_COMM_WORLD_LOCAL_RANK": str(local_rank[rank]),
-                    "OMPI_COMM_WORLD_LOCAL_SIZE": str(local_size[placement[rank]]),
-                    "FAKEPJM_MPI_NODE": str(placement[rank])})
-        if coords:
-            env["FAKEPJM_VCOORD"] = "(%s)" % ",".join(map(str, coords[rank]))
-        try:
-            procs.append(subprocess.Popen(command, env=env))
-        except OSError as exc:
-            sys.stderr.write("mpiexec: error: cannot start %s: %s\n" % (command[0], exc.strerror))
+    status = 0
+    try:
+        for rank in range(nprocs):
+            env = dict(os.environ)
+            for name in exports:
+                key, sep, value = name.partition("=")
+                if sep:
+                    env[key] = value
+            env.update({"PMIX_RANK": str(rank), "PMIX_SIZE": str(nprocs), "OMPI_COMM_WORLD_RANK": str(rank),
+                        "OMPI_COMM_WORLD_SIZE": str(nprocs),
+                        "OMPI_COMM_WORLD_LOCAL_RANK": str(local_rank[rank]),
+                        "OMPI_COMM_WORLD_LOCAL_SIZE": str(local_size[placement[rank]]),
+                        "FAKEPJM_MPI_NODE": str(placement[rank])})
+            if coords:
+                env["FAKEPJM_VCOORD"] = "(%s)" % ",".join(map(str, coords[rank]))
+            try:
+                procs.append(subprocess.Popen(command, env=env))
+            except OSError as exc:
+                sys.stderr.write("mpiexec: error: cannot start %s: %s\n" % (command[0], exc.strerror))
+                for proc in procs:
+                    proc.kill()
+                status = 127
+                return status
+
+        def forward(signum, _frame):
             for proc in procs:
-                proc.kill()
-            return 127
+                if proc.poll() is None:
+                    proc.send_signal(signum)
 
-    def forward(signum, _frame):
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signum)
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, forward)
-    codes = [proc.wait() for proc in procs]
-    for code in codes:
-        if code != 0:
-            return 128 - code if code < 0 else code
-    return 0
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, forward)
+        codes = [proc.wait() for proc in procs]
+        for code in codes:
+            if code != 0:
+                status = 128 - code if code < 0 else code
+                break
+        return status
+    finally:
+        log_mpiexec(home, rec["id"], {"event": "end", "status": status})
+        try:
+            os.remove(entry_path)
+        except FileNotFoundError:
+            pass
 
 
 COMMANDS = {"pjsub": main_pjsub, "pjstat": main_pjstat, "pjdel": main_pjdel,

@@ -1,0 +1,159 @@
+"""The stage plan: the workflow's jobs grouped into Genomon's stages, counted from the config.
+
+A Genomon user thinks of a run as split files -> map -> markdup -> merge bam -> identify
+mutations -> merge mutation -> qc, with so many jobs of each. This module knows which rules make
+up each stage and how many jobs each rule has (one per sample, per sample and chunk, per pair and
+region, ...), so the count of a cohort of any size follows from a few numbers, without building
+Snakemake's DAG. The workflow prints the table when it is parsed (after the storage plan), and
+the benchmark of cohort-scale dry runs uses the counts to predict the size of a DAG.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Genomon's stages in pipeline order, each with its rules and what a rule has one job per.
+# `run` = one job for the whole run.
+STAGES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("split files", (("stagger_start", "staggered sample"), ("split_fastq", "sample"))),
+    (
+        "map",
+        (
+            ("region_table", "run"),
+            ("stage_reference", "run"),
+            ("map_reads", "sample x chunk"),
+            ("gather_map", "sample"),
+        ),
+    ),
+    ("markdup", (("markdup", "sample x region"),)),
+    ("merge bam", (("merge_bam", "sample"),)),
+    ("identify mutations", (("identify_mutations", "pair x mutation region"),)),
+    ("merge mutation", (("merge_mutation", "pair"), ("mutation_summary", "pair"))),
+    (
+        "qc",
+        (
+            ("bam_stats", "sample"),
+            ("read_pair_integrity", "sample"),
+            ("coverage", "sample"),
+            ("duplication_metrics", "sample"),
+            ("multiqc", "run"),
+            ("utilisation_timeline", "run"),
+        ),
+    ),
+)
+# The rule that only names the run's final files; Snakemake counts it as one job.
+TARGET_RULE = "all"
+# The tiers a rule writes on, as the config's storage.rules key and roles; rules not listed write
+# to output_dir (global). stage_reference copies the reference to the cache tier.
+STORAGE_ROLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "split_fastq": ("split_fastq", ("output",)),
+    "map_reads": ("map", ("output", "temp")),
+    "gather_map": ("map", ("output",)),
+    "markdup": ("markdup", ("output", "temp")),
+    "merge_bam": ("merge_bam", ("output", "temp")),
+    "identify_mutations": ("identify_mutations", ("output", "temp")),
+    "merge_mutation": ("merge_mutation", ("output", "temp")),
+}
+
+
+@dataclass(frozen=True)
+class CohortShape:
+    """The numbers that fix the DAG's size: samples, pairs, chunks per sample, regions (markdup,
+    the unmapped region included), mutation regions (identify mutations: without it) and the
+    samples whose split waits for a staggered start."""
+
+    samples: int
+    pairs: int
+    chunks: int
+    regions: int
+    mutation_regions: int
+    staggered: int = 0
+
+    def per(self, unit: str) -> int:
+        """How many jobs a rule with one job per `unit` has in this cohort."""
+        return {
+            "run": 1,
+            "staggered sample": self.staggered,
+            "sample": self.samples,
+            "sample x chunk": self.samples * self.chunks,
+            "sample x region": self.samples * self.regions,
+            "pair": self.pairs,
+            "pair x mutation region": self.pairs * self.mutation_regions,
+        }[unit]
+
+
+def stagger_delays(pairs: list[tuple[str, str | None]], minutes: float) -> dict[str, int]:
+    """Seconds each sample's split waits after the run starts: the n-th pair's (tumor, normal)
+    n x minutes (a sample in several pairs: its first); samples that wait 0 s are left out."""
+    delays: dict[str, int] = {}
+    for index, pair in enumerate(pairs):
+        for sample in pair:
+            if sample and sample not in delays:
+                delays[sample] = round(index * minutes * 60)
+    return {sample: seconds for sample, seconds in delays.items() if seconds > 0}
+
+
+def stage_of_rule() -> dict[str, str]:
+    """Every rule's stage."""
+    return {rule: stage for stage, rules in STAGES for rule, _ in rules}
+
+
+def rule_jobs(shape: CohortShape) -> dict[str, int]:
+    """Jobs per rule of a full run (every target, nothing done yet), `all` included, as
+    Snakemake's "Job stats" table of a dry run in an empty output directory counts them (rules
+    without jobs left out)."""
+    counts = {rule: shape.per(unit) for _, rules in STAGES for rule, unit in rules if shape.per(unit)}
+    counts[TARGET_RULE] = 1
+    return counts
+
+
+def stage_jobs(counts: dict[str, int]) -> dict[str, int]:
+    """Jobs per stage, summed over the stage's rules (rules of no stage, like `all`, left out)."""
+    stages = stage_of_rule()
+    totals = {stage: 0 for stage, _ in STAGES}
+    for rule, count in counts.items():
+        if rule in stages:
+            totals[stages[rule]] += count
+    return totals
+
+
+def total_jobs(shape: CohortShape) -> int:
+    return sum(rule_jobs(shape).values())
+
+
+def rule_tiers(rule: str, storage_rules: dict) -> str:
+    """Where a rule's files go, e.g. 'shared_tmp, temp node_local', from the config's
+    storage.rules."""
+    if rule == "stage_reference":
+        return "cache"
+    if rule not in STORAGE_ROLES:
+        return "global"
+    key, roles = STORAGE_ROLES[rule]
+    return ", ".join(("temp " if role == "temp" else "") + storage_rules[key][role] for role in roles)
+
+
+def stage_table(shape: CohortShape, storage_rules: dict, priorities: dict[str, int]) -> str:
+    """The stage plan as text: per stage its jobs, then per rule what it has one job per, its
+    jobs, its Snakemake priority (0, Snakemake's default, where the config sets none) and the
+    tiers it writes."""
+    counts = rule_jobs(shape)
+    per_stage = stage_jobs(counts)
+    lines = [
+        f"Stage plan: {shape.samples} samples, {shape.pairs} pairs, {shape.chunks} chunks per sample, "
+        f"{shape.regions} regions ({shape.mutation_regions} for mutations)",
+        f"  {'stage / rule':<26}{'one job per':<24}{'jobs':>8}{'priority':>10}  tiers",
+    ]
+    for stage, rules in STAGES:
+        lines.append(f"  {stage:<50}{per_stage[stage]:>8}")
+        for rule, unit in rules:
+            if rule not in counts:
+                continue
+            lines.append(
+                f"    {rule:<24}{unit:<24}{counts[rule]:>8}{priorities.get(rule, 0):>10}  "
+                f"{rule_tiers(rule, storage_rules)}"
+            )
+    lines.append(
+        f"  {'total (with rule ' + TARGET_RULE + ')':<50}{sum(counts.values()):>8}"
+        "  (Snakemake's Job stats count only the jobs still to run)"
+    )
+    return "\n".join(lines)

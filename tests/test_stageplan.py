@@ -1,0 +1,123 @@
+"""The stage plan: job counts per Genomon stage from the config, and the same counts from
+Snakemake's own DAG (the "Job stats" of a dry run)."""
+
+import re
+
+import pytest
+
+from conftest import run_snakemake, write_config
+from genomon_smk.stageplan import (
+    STAGES,
+    TARGET_RULE,
+    CohortShape,
+    rule_jobs,
+    rule_tiers,
+    stage_jobs,
+    stage_of_rule,
+    stage_table,
+    stagger_delays,
+    total_jobs,
+)
+
+TIERS = {
+    "split_fastq": {"output": "shared_tmp"},
+    "map": {"output": "shared_tmp", "temp": "node_local"},
+    "markdup": {"output": "shared_tmp", "temp": "shared_tmp"},
+    "merge_bam": {"output": "global", "temp": "node_local"},
+    "identify_mutations": {"output": "shared_tmp", "temp": "node_local"},
+    "merge_mutation": {"output": "global", "temp": "node_local"},
+}
+
+
+def test_counts_scale_with_what_each_rule_has_a_job_per():
+    small = rule_jobs(CohortShape(samples=2, pairs=1, chunks=8, regions=75, mutation_regions=74))
+    large = rule_jobs(CohortShape(samples=200, pairs=100, chunks=8, regions=75, mutation_regions=74))
+    assert small["map_reads"] == 16 and large["map_reads"] == 1600
+    assert small["markdup"] == 150 and small["identify_mutations"] == 74 and large["identify_mutations"] == 7400
+    assert small["multiqc"] == large["multiqc"] == 1 and small[TARGET_RULE] == 1
+    # Per-sample and per-pair rules grow 100-fold, run-wide ones not at all.
+    for rule in small:
+        assert large[rule] in (small[rule], 100 * small[rule]), rule
+
+
+def test_stages_partition_the_rules_and_sum_to_the_total():
+    shape = CohortShape(samples=6, pairs=2, chunks=5, regions=10, mutation_regions=9)
+    counts = rule_jobs(shape)
+    per_stage = stage_jobs(counts)
+    assert list(per_stage) == [stage for stage, _ in STAGES]
+    assert sum(per_stage.values()) + counts[TARGET_RULE] == total_jobs(shape) == sum(counts.values())
+    assert len(stage_of_rule()) == sum(len(rules) for _, rules in STAGES)  # no rule in two stages
+    assert per_stage["map"] == 1 + 1 + 6 * 5 + 6
+
+
+def test_tiers_follow_the_config():
+    assert rule_tiers("map_reads", TIERS) == "shared_tmp, temp node_local"
+    moved = dict(TIERS, map={"output": "global", "temp": "shared_tmp"})
+    assert rule_tiers("map_reads", moved) == "global, temp shared_tmp"
+    assert rule_tiers("stage_reference", TIERS) == "cache" and rule_tiers("multiqc", TIERS) == "global"
+
+
+def test_table_names_every_stage_rule_and_priority():
+    table = stage_table(CohortShape(4, 2, 3, 6, 5, staggered=2), TIERS, {"map_reads": 0, "markdup": 10})
+    for stage, rules in STAGES:
+        assert re.search(rf"^  {re.escape(stage)} +\d+$", table, flags=re.M), stage
+        for rule, unit in rules:
+            assert re.search(rf"^    {rule} +{re.escape(unit)} +\d+ +\d+  \S", table, flags=re.M), rule
+    assert re.search(r"^    markdup +sample x region +24 +10  shared_tmp, temp shared_tmp$", table, flags=re.M)
+    # A rule without jobs (no staggered start) is not listed.
+    assert "stagger_start" not in stage_table(CohortShape(4, 2, 3, 6, 5), TIERS, {})
+
+
+def printed_plan(output: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Jobs per stage and per rule from the stage plan the workflow prints."""
+    block = output[output.index("Stage plan:"):]
+    stages, rules = {}, {}
+    names = {stage for stage, _ in STAGES}
+    for line in block.splitlines()[2:]:
+        if not line.startswith("  "):
+            break
+        rule = re.match(r"^    (\w+) .* (\d+) +\d+  ", line)
+        stage = re.match(r"^  (\S.*?) +(\d+)$", line)
+        if rule:
+            rules[rule.group(1)] = int(rule.group(2))
+        elif stage and stage.group(1) in names:
+            stages[stage.group(1)] = int(stage.group(2))
+    return stages, rules
+
+
+def job_stats(output: str) -> dict[str, int]:
+    """Snakemake's Job stats table: jobs per rule (the first table of the output)."""
+    block = output[output.index("Job stats:"):]
+    counts = {}
+    for line in block.splitlines()[3:]:
+        match = re.match(r"^(\w+) +(\d+)$", line)
+        if not match or match.group(1) == "total":
+            break
+        counts[match.group(1)] = int(match.group(2))
+    return counts
+
+
+@pytest.mark.workflow
+def test_printed_stage_plan_matches_snakemakes_job_stats(tmp_path, testdata):
+    # Two pairs (one with the panel) and a shape other than the .test config's.
+    (tmp_path / "pairs.tsv").write_text("tumor\tnormal\tpanel\ntumor\tnormal\tpanel1\npon1\tpon2\t\n")
+    config = write_config(
+        tmp_path, testdata, pairs=str(tmp_path / "pairs.tsv"), split={"chunks": 3},
+        regions={"max_length": 25_000, "pack_bp": 0}, stagger_minutes=1,
+    )
+    result = run_snakemake(config, "-n", "--quiet", "rules")
+    stages, rules = printed_plan(result.stderr)
+    snakemake = job_stats(result.stdout + result.stderr)
+    unknown = set(snakemake) - set(stage_of_rule()) - {TARGET_RULE}
+    assert not unknown, f"rules without a stage in genomon_smk.stageplan.STAGES: {sorted(unknown)}"
+    assert rules == {rule: count for rule, count in snakemake.items() if rule != TARGET_RULE}
+    assert stages == stage_jobs(snakemake)
+    # 5 samples x 3 chunks; chr1 80 kb, chr2 60 kb, chr3 40 kb cut at 25 kb: 4 + 3 + 2 regions + unmapped.
+    assert snakemake["map_reads"] == 15 and snakemake["markdup"] == 5 * 10 and snakemake["identify_mutations"] == 2 * 9
+    assert snakemake["stagger_start"] == 2  # pon1 and pon2, the second pair's samples
+
+
+def test_stagger_delays_follow_the_pair_order_and_a_samples_first_pair():
+    pairs = [("t1", "n1"), ("t2", "n2"), ("t3", "n1"), ("t4", None)]
+    assert stagger_delays(pairs, 5) == {"t2": 300, "n2": 300, "t3": 600, "t4": 900}
+    assert stagger_delays(pairs, 0) == {}

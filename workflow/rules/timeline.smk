@@ -1,0 +1,57 @@
+"""Throughput: the run's utilisation timeline (the Fugaku paper's Figs. 7-11), one line per slot
+and one bar per job coloured by stage, drawn last from every job's benchmark file. Included after
+every other rule: its input is FINAL_TARGETS, and it reads the other rules' threads."""
+
+TIMELINE_PREFIX = f"{OUTPUT_DIR}/qc/timeline/timeline"
+
+
+# Both read after every other rule is defined (functions in common.smk).
+TIMELINE_SLOTS = timeline_slots()
+RULE_THREADS = rule_threads()
+
+
+rule utilisation_timeline:
+    input:
+        FINAL_TARGETS,
+    output:
+        png=report(
+            f"{TIMELINE_PREFIX}.png",
+            caption="../report/timeline.rst",
+            category="Throughput",
+            labels={"content": "timeline (PNG)"},
+        ),
+        svg=report(
+            f"{TIMELINE_PREFIX}.svg",
+            caption="../report/timeline.rst",
+            category="Throughput",
+            labels={"content": "timeline (SVG)"},
+        ),
+        tsv=report(
+            f"{TIMELINE_PREFIX}.jobs.tsv",
+            caption="../report/timeline.rst",
+            category="Throughput",
+            labels={"content": "job records (TSV)"},
+        ),
+        summary=f"{TIMELINE_PREFIX}.summary.tsv",
+    log:
+        log_path("utilisation_timeline", "all"),
+    benchmark:
+        bench_path("utilisation_timeline", "all")
+    # On the host Snakemake runs on, which knows the run's cores and sees every benchmark file.
+    localrule: True
+    conda:
+        "../../envs/plot.yaml"
+    params:
+        python=PYTHON,
+        benchmarks=BENCH_DIR,
+        slots=f"--slots {TIMELINE_SLOTS}" if TIMELINE_SLOTS else "",
+        threads=RULE_THREADS,
+    shell:
+        """
+        {params.python} -m genomon_smk.timeline --benchmarks {params.benchmarks:q} {params.slots} \
+            --threads {params.threads} --png {output.png:q} --svg {output.svg:q} \
+            --tsv {output.tsv:q} --summary {output.summary:q} >{log:q} 2>&1
+        """
+
+
+TIMELINE_TARGETS = rules.utilisation_timeline.output

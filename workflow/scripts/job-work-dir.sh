@@ -1,0 +1,31 @@
+# Sourced by a rule's shell: gives the job its own empty work directory on the rule's temp tier
+# and sets $work.    usage: source job-work-dir.sh WORK_DIR TIER LOG
+#
+# While the job runs, the directory's size is sampled every few seconds; at exit its peak is
+# appended to the job's LOG as a "genomon-smk tier-use" line (the Snakemake process cannot see
+# the node-local disks of other nodes, so each job reports its own use; tier_usage.py sums the
+# lines after the run) and the directory is removed. A job killed with SIGKILL skips the trap:
+# its rerun starts by clearing the same directory.
+work="$1"
+work_tier="$2"
+work_log="$3"
+rm -rf "$work" "$work.sizes"
+mkdir -p "$work"
+# The sampler stops by itself when this shell is gone ($$ is the job's shell in the subshell too);
+# its output goes nowhere, so nobody waits for it to close the job's stdout.
+(while kill -0 $$ 2>/dev/null; do
+    du -sb "$work" 2>/dev/null | cut -f1 >>"$work.sizes" || true
+    sleep 2
+done) </dev/null >/dev/null 2>&1 &
+work_sampler=$!
+
+finish_work_dir() {
+    kill "$work_sampler" 2>/dev/null || true
+    wait "$work_sampler" 2>/dev/null || true
+    du -sb "$work" 2>/dev/null | cut -f1 >>"$work.sizes" || true
+    local peak
+    peak=$(sort -n "$work.sizes" 2>/dev/null | tail -n 1 || true)
+    printf 'genomon-smk tier-use\t%s\t%s\n' "$work_tier" "${peak:-0}" >>"$work_log" || true
+    rm -rf "$work" "$work.sizes"
+}
+trap finish_work_dir EXIT

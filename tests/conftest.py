@@ -74,13 +74,56 @@ def no_slurm_probe(tmp_path_factory):
 NO_SLURM_PROBE_DIRS: list[str] = []
 
 
+# --- the scenario configs (.test/config*/), run as a user replays them
+
+SCENARIO_DIRS = sorted(path.name for path in (REPO / ".test").glob("config*") if (path / "config.yaml").is_file())
+
+
 @pytest.fixture(scope="session")
-def pipeline_run(tmp_path_factory, testdata):
-    """One full run of the workflow on the test data; returns its output directory."""
-    run_dir = tmp_path_factory.mktemp("run")
-    config = write_config(run_dir, testdata)
-    run_snakemake(config)
-    return run_dir / "results"
+def scenario_root(tmp_path_factory, testdata):
+    """A copy of .test/'s scenario directories beside a `data` link to the generated test data, so
+    that every scenario config's relative paths (../data/..., ../results-<name>) work as in .test/."""
+    root = tmp_path_factory.mktemp("scenarios")
+    (root / "data").symlink_to(testdata, target_is_directory=True)
+    for name in SCENARIO_DIRS:
+        shutil.copytree(REPO / ".test" / name, root / name)
+    return root
+
+
+def scenario_output(root, name):
+    """A scenario's output directory, as its config names it."""
+    config = yaml.safe_load((root / name / "config.yaml").read_text())
+    return (root / name / config["output_dir"]).resolve()
+
+
+def reuse_mapped_samples(source, destination, samples):
+    """Hard-link what the mapping stages made for `samples` (final BAMs, their QC, the region table
+    and the staged-reference manifest) from one scenario's output directory into another's, so
+    that a scenario which does not test the mapping runs only what it tests."""
+    for sample in samples:
+        for kind in ("bam", "qc"):
+            shutil.copytree(source / kind / sample, destination / kind / sample, copy_function=os.link)
+    for name in ("regions.tsv", "reference/staged.json"):
+        (destination / name).parent.mkdir(parents=True, exist_ok=True)
+        os.link(source / name, destination / name)
+
+
+def run_scenario(root, name, *args, reuse=(), check=True):
+    """Run the scenario `name` like a user (`--configfile .test/<name>/config.yaml`), after
+    reusing the default scenario's mapped `reuse` samples; returns (output dir, result)."""
+    results = scenario_output(root, name)
+    if reuse:
+        reuse_mapped_samples(scenario_output(root, "config"), results, reuse)
+    result = run_snakemake(root / name / "config.yaml", *args, check=check)
+    return results, result
+
+
+@pytest.fixture(scope="session")
+def pipeline_run(scenario_root):
+    """The default scenario (.test/config/config.yaml: tumor/normal + a three-normal panel), run in
+    full once per session; returns its output directory."""
+    results, _ = run_scenario(scenario_root, "config")
+    return results
 
 
 @pytest.fixture(scope="session")

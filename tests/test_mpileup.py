@@ -119,3 +119,20 @@ def test_base_quality_threshold_is_inclusive():
     counts = mpileup.count_sample("TTt", "0/0", "A", 15)
     assert (counts.forward[3], counts.reverse[3]) == (1, 1)
     assert counts.indel_depth == 3
+
+
+def test_an_error_line_fails_the_pileup_although_samtools_exits_0():
+    """mpileup prints "Failed to retrieve block" for every site when the .fai is of another FASTA,
+    and exits 0: the calls it could not make would vanish silently."""
+    import subprocess
+
+    from genomon_smk.mpileup import stream_mpileup
+
+    command = ["sh", "-c", "echo 'chr1\t1\tA\t0\t*\t*'; "
+               "echo '[E::fai_retrieve] Failed to retrieve block: unexpected end of file' >&2"]
+    with pytest.raises(subprocess.CalledProcessError) as raised:
+        with stream_mpileup(command) as lines:
+            assert list(lines) == ["chr1\t1\tA\t0\t*\t*\n"]
+    assert "Failed to retrieve block" in raised.value.stderr
+    with stream_mpileup(["sh", "-c", "echo ok; echo '[W::hts_idx_load3] The index file is older' >&2"]) as lines:
+        assert list(lines) == ["ok\n"]

@@ -127,10 +127,14 @@ def test_submit_refuses_a_job_without_shared_temporary_storage_or_config(tmp_pat
 def test_step_adapters_place_report_and_cancel_rule_jobs(pjm_env, tmp_path):
     """mpiexec-step inside a PJM job of one node with two slots: two jobscripts run at once on
     the two slots, a failing one is reported with its node and exit code, a third waits for a free
-    slot, and mpiexec-step-cancel stops a running one."""
+    slot, and mpiexec-step-cancel stops a running one. The first two hold their slots until the
+    job script releases them, so the order is enforced, not timed (a loaded machine may take
+    seconds to start a step)."""
     adapters = REPO / "profiles" / "pjm-allocation"
-    for name, body in (("ok.sh", "sleep 1; echo fine"), ("fail.sh", "sleep 1; echo broken >&2; exit 3"),
-                       ("third.sh", "true"), ("slow.sh", "touch slow.started; sleep 60; touch slow.finished")):
+    hold = "touch $(basename $0).started; until [ -e release ]; do sleep 0.1; done"
+    for name, body in ((("ok.sh", f"{hold}; echo fine"), ("fail.sh", f"{hold}; echo broken >&2; exit 3"),
+                        ("third.sh", "touch third.ran"),
+                        ("slow.sh", "touch slow.started; sleep 60; touch slow.finished"))):
         (tmp_path / name).write_text(f"#!/bin/sh\n{body}\n")
         (tmp_path / name).chmod(0o755)
     (tmp_path / "job.sh").write_text(f"""#!/bin/bash
@@ -140,6 +144,10 @@ wait_for() {{ until [ -e "$1" ]; do sleep 0.1; done; }}
 status() {{ {adapters}/mpiexec-step-status "$1" 2>>status.err; }}
 ok=$({adapters}/mpiexec-step ok.sh) fail=$({adapters}/mpiexec-step fail.sh) third=$({adapters}/mpiexec-step third.sh)
 echo "running: $(status "$ok") $(status "$third")" >>report
+wait_for ok.sh.started; wait_for fail.sh.started
+sleep 1
+[ -e third.ran ] && echo "third ran while both slots were held" >>report
+touch release
 wait_for "$ok.rc"; wait_for "$fail.rc"; wait_for "$third.rc"
 echo "done: $(status "$ok") $(status "$fail") $(status "$third")" >>report
 slow=$({adapters}/mpiexec-step slow.sh)

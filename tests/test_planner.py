@@ -107,7 +107,7 @@ def test_rule_priorities_are_the_workflow_defaults():
 
 @pytest.mark.workflow
 def test_planner_takes_the_real_dag_and_the_runs_benchmarks(pipeline_run, tmp_path, capsys):
-    config = pipeline_run.parent / "config.yaml"
+    config = pipeline_run.parent / "config" / "config.yaml"
     dot = subprocess.run(
         [str(Path(sys.executable).parent / "snakemake"), "-n", "--dag", "--forceall", "--configfile", str(config)],
         cwd=REPO, capture_output=True, text=True, check=True,

@@ -97,7 +97,7 @@ def report_html(pipeline_run, tmp_path_factory):
     """The report of the session's pipeline run, built with the config that run used."""
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
-    config = pipeline_run.parent / "config.yaml"  # conftest's write_config wrote it there
+    config = pipeline_run.parent / "config" / "config.yaml"  # the default scenario
     assert config.exists(), config
     report = tmp_path_factory.mktemp("report") / "report.html"
     run_snakemake(config, "--report", str(report))

@@ -55,6 +55,21 @@ def test_chunk_count_of_zero(tmp_path, testdata, no_slurm_probe):
     refused(tmp_path, testdata, no_slurm_probe, "0 is less than the minimum of 1", split={"chunks": 0})
 
 
+def test_more_chunks_than_chunk_names_have_digits(tmp_path, testdata, no_slurm_probe):
+    # It used to fail at planning with an unrelated MissingInputException.
+    refused(tmp_path, testdata, no_slurm_probe, "10000 is greater than the maximum of 9999", split={"chunks": 10000})
+
+
+def test_a_fai_of_another_fasta_is_refused_before_any_job(tmp_path, testdata, no_slurm_probe):
+    reference = tmp_path / "ref"
+    shutil.copytree(testdata / "ref", reference)
+    fai = reference / "genome.fa.fai"
+    first, *rest = fai.read_text().splitlines(True)
+    name, length, *columns = first.split("\t")
+    fai.write_text("\t".join([name, str(int(length) - 100), *columns]) + "".join(rest))
+    refused(tmp_path, testdata, no_slurm_probe, "genome.fa.fai does not match the FASTA", reference=str(reference / "genome.fa"))
+
+
 def test_missing_reference(tmp_path, testdata, no_slurm_probe):
     refused(tmp_path, testdata, no_slurm_probe, "reference: file not found", reference=str(tmp_path / "nope.fa"))
 

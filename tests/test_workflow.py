@@ -121,7 +121,7 @@ def test_counts_and_logs_and_no_temporaries_left(pipeline_run, truth):
 
 
 def test_rerun_has_nothing_to_do(pipeline_run):
-    result = run_snakemake(pipeline_run.parent / "config.yaml", "-n")
+    result = run_snakemake(pipeline_run.parent / "config" / "config.yaml", "-n")
     assert "Nothing to be done" in result.stdout + result.stderr
 
 

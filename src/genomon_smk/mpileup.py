@@ -212,10 +212,22 @@ def stream_mpileup(command: Sequence[str]) -> Iterator[Iterator[str]]:
             process.communicate()
             raise
         process.communicate()
-        if process.returncode != 0:
-            stderr_file.seek(0)
-            raise subprocess.CalledProcessError(process.returncode, list(command),
-                                                stderr=stderr_file.read())
+        stderr_file.seek(0)
+        stderr = stderr_file.read()
+        errors = htslib_errors(stderr)
+        if process.returncode != 0 or errors:
+            # mpileup exits 0 after "[E::...] Failed to retrieve block" (a .fai of another FASTA):
+            # its output then lacks sites, so an error line is a failure too.
+            raise subprocess.CalledProcessError(process.returncode or 1, list(command),
+                                                stderr="\n".join(errors) or stderr)
+
+
+HTSLIB_ERROR = re.compile(r"^\[E::|Failed to retrieve block|^\[mpileup\] .*(fail|error)", re.IGNORECASE)
+
+
+def htslib_errors(stderr: str) -> list[str]:
+    """The error lines in samtools' stderr (htslib's `[E::...]` and mpileup's own)."""
+    return [line for line in stderr.splitlines() if HTSLIB_ERROR.search(line)]
 
 
 def parse_region(region: str) -> tuple[str, int | None, int | None]:

@@ -11,11 +11,15 @@ import argparse
 import datetime
 import getpass
 import os
+import importlib.metadata
+import operator
 import shlex
 import subprocess
 import sys
 
 import pysam
+
+from genomon_smk import mutil
 
 PAIR_COLUMNS = (
     "Chr Start End Ref Alt depth_tumor variantNum_tumor depth_normal variantNum_normal bases_tumor bases_normal "
@@ -85,8 +89,28 @@ INFO_FIELDS = {
 }
 
 
-def vcf_header(contigs: list[tuple[str, int]], samples: list[str], columns: list[str]) -> pysam.VariantHeader:
+def source_version() -> str:
+    try:
+        return importlib.metadata.version("genomon-smk")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def filter_description(rule: mutil.ColumnRule, threshold: float) -> str:
+    bound = "below" if rule.compare is operator.ge else "above"
+    return f"{rule.column} {bound} {threshold:g} (mutil filter --{rule.option})"
+
+
+def vcf_header(contigs: list[tuple[str, int]], samples: list[str], columns: list[str],
+               reference: str = "", thresholds: dict[str, float] | None = None) -> pysam.VariantHeader:
+    """The VCF header: contigs, `##reference`, `##source`, the INFO/FORMAT fields of the columns,
+    and with thresholds, one FILTER per mutil threshold a call can fail."""
     header = pysam.VariantHeader()
+    header.add_line(f"##source=genomon-smk {source_version()}")
+    if reference:
+        header.add_line(f"##reference=file://{os.path.abspath(reference)}")
+    for rule in mutil.active_rules(columns) if thresholds is not None else []:
+        header.filters.add(rule.option, None, None, filter_description(rule, thresholds[rule.option]))
     for contig, length in contigs:
         header.contigs.add(contig, length=length)
     for column, (key, kind, text) in INFO_FIELDS.items():
@@ -127,24 +151,34 @@ def depth_and_alt(row: dict, suffix: str) -> tuple[int, int] | None:
     return int(depth), int(alt)
 
 
-def write_vcf(result_path: str, fasta_path: str, vcf_path: str, tumor: str, normal: str | None) -> int:
-    """The rows of a (filtered) result file as VCF records; returns the record count."""
+def write_vcf(result_path: str, fasta_path: str, vcf_path: str, tumor: str, normal: str | None,
+              filter_params: list[str] | None = None) -> int:
+    """The rows of a result file as VCF records; returns the record count. Without
+    filter_params every record PASSes (a filtered result); with `mutil filter` options, FILTER
+    names each threshold a call fails (PASS: none), so the records that PASS are the rows that
+    `mutil filter` with those options keeps."""
     fasta = pysam.FastaFile(fasta_path)
     contigs = list(zip(fasta.references, fasta.lengths))
     with open(result_path) as handle:
         lines = [line.rstrip("\n") for line in handle if not line.startswith("#")]
     columns = lines[0].split("\t")
+    contig_order = {name: index for index, (name, _) in enumerate(contigs)}
     samples = [tumor] + ([normal] if normal else [])
-    header = vcf_header(contigs, samples, columns)
+    thresholds, hotspots = mutil.thresholds_of(filter_params) if filter_params is not None else (None, None)
+    failures = mutil.make_row_failures(columns, thresholds, hotspots) if thresholds is not None else None
+    header = vcf_header(contigs, samples, columns, fasta_path, thresholds)
     records = []
     for line in lines[1:]:
-        row = dict(zip(columns, line.split("\t")))
+        cells = line.split("\t")
+        row = dict(zip(columns, cells))
         pos, ref, alt = vcf_alleles(fasta, row["Chr"], int(row["Start"]), row["Ref"], row["Alt"])
-        records.append((contigs.index((row["Chr"], fasta.get_reference_length(row["Chr"]))), pos, ref, alt, row))
+        failed = failures(cells) if failures else []
+        records.append((contig_order[row["Chr"]], pos, ref, alt, failed, row))
     records.sort(key=lambda r: r[:4])
     with pysam.VariantFile(vcf_path, "wz", header=header) as out:
-        for _, pos, ref, alt, row in records:
-            record = out.new_record(contig=row["Chr"], start=pos - 1, alleles=(ref, alt))
+        for _, pos, ref, alt, failed, row in records:
+            record = out.new_record(contig=row["Chr"], start=pos - 1, alleles=(ref, alt),
+                                    filter=failed or ["PASS"])
             for column, (key, _, _) in INFO_FIELDS.items():
                 value = number(row.get(column, "---"))
                 if value is not None:
@@ -181,6 +215,8 @@ def main(argv=None) -> int:
     vcf.add_argument("--out", required=True)
     vcf.add_argument("--tumor", required=True)
     vcf.add_argument("--normal")
+    vcf.add_argument("--filter-params", metavar="OPTIONS",
+                     help="mutil filter options (one string): FILTER names the thresholds each call fails")
     args = parser.parse_args(argv)
     if args.command == "result":
         with open(args.regions_file) as handle:
@@ -189,7 +225,8 @@ def main(argv=None) -> int:
         rows = write_result(args.out, files, header_columns(args.paired, args.panel), versions)
         print(f"merge_mutation: {rows} rows from {len(files)} regions")
     else:
-        records = write_vcf(args.result, args.reference, args.out, args.tumor, args.normal)
+        filter_params = shlex.split(args.filter_params) if args.filter_params is not None else None
+        records = write_vcf(args.result, args.reference, args.out, args.tumor, args.normal, filter_params)
         print(f"merge_mutation: {records} VCF records")
     return 0
 

@@ -82,24 +82,44 @@ def read_hotspot_db(path: str) -> set[tuple[str, str, str, str, str]]:
     return keys
 
 
-def make_row_filter(header: list[str], thresholds: dict[str, float],
-                    hotspots: set | None = None) -> Callable[[list[str]], bool]:
-    """A predicate over a row's cells for the given header (columns located by name)."""
+def make_row_failures(header: list[str], thresholds: dict[str, float],
+                      hotspots: set | None = None) -> Callable[[list[str]], list[str]]:
+    """For the given header, a function naming the options whose threshold a row's cells fail
+    (empty: the row is kept). Hotspot rows fail nothing."""
     active = [(header.index(rule.column), thresholds[rule.option], rule)
               for rule in RULES if rule.column in header]
     hotspot_index = header.index(HOTSPOT_COLUMN) if HOTSPOT_COLUMN in header else None
     hotspots = hotspots or set()
 
-    def keep(cells: list[str]) -> bool:
+    def failures(cells: list[str]) -> list[str]:
         if hotspot_index is not None and hotspot_index < len(cells) \
                 and cells[hotspot_index] != MISSING:
-            return True
+            return []
         if hotspots and len(cells) >= 5 and hotspot_key(cells) in hotspots:
-            return True
-        return all(value_passes(cells[index] if index < len(cells) else MISSING, threshold, rule)
-                   for index, threshold, rule in active)
+            return []
+        return [rule.option for index, threshold, rule in active
+                if not value_passes(cells[index] if index < len(cells) else MISSING, threshold, rule)]
 
-    return keep
+    return failures
+
+
+def make_row_filter(header: list[str], thresholds: dict[str, float],
+                    hotspots: set | None = None) -> Callable[[list[str]], bool]:
+    """A predicate over a row's cells for the given header (columns located by name)."""
+    failures = make_row_failures(header, thresholds, hotspots)
+    return lambda cells: not failures(cells)
+
+
+def active_rules(header: list[str]) -> list[ColumnRule]:
+    """The rules that filter a table with this header (a column that is absent does not filter)."""
+    return [rule for rule in RULES if rule.column in header]
+
+
+def thresholds_of(params: list[str]) -> tuple[dict[str, float], set | None]:
+    """The thresholds and hotspots of `mutil filter` options (as config mutation_util holds them)."""
+    args = build_parser().parse_args(["filter", "-i", "-", "-o", "-", *params])
+    thresholds = {rule.option: float(getattr(args, rule.option)) for rule in RULES}
+    return thresholds, (read_hotspot_db(args.hotspot_db) if args.hotspot_db else None)
 
 
 def filter_table(lines: Iterable[str], out: TextIO, thresholds: dict[str, float],

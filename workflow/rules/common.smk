@@ -1,5 +1,6 @@
 """Config, cohort and regions: read and checked here, once, before any job is planned."""
 
+import atexit
 import hashlib
 import os
 import re
@@ -12,8 +13,9 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
-from genomon_smk import job_tier_use
+from genomon_smk import job_tier_use, run_lock
 from genomon_smk.fastq_split import chunk_name
+from genomon_smk.path_limits import path_problems
 from genomon_smk.reference import reference_files, reference_problems
 from genomon_smk.regions import make_regions
 from genomon_smk.samplesheet import InputError, load_cohort
@@ -61,6 +63,12 @@ LOG_DIR = f"{OUTPUT_DIR}/logs"
 # What the reference pre-staging wrote: the files, sizes and checksums that jobs verify.
 STAGED_MANIFEST = f"{OUTPUT_DIR}/reference/staged.json"
 BENCH_DIR = f"{OUTPUT_DIR}/benchmarks"
+# Paths a tool cannot take are refused here, before anything reads or writes them.
+PATH_PROBLEMS = path_problems("output_dir", OUTPUT_DIR) + path_problems(
+    "reference", REFERENCE
+)
+if PATH_PROBLEMS:
+    raise WorkflowError("\n".join(PATH_PROBLEMS))
 
 try:
     problems = reference_problems(REFERENCE)
@@ -99,6 +107,14 @@ CHUNKS = [chunk_name(i) for i in range(config["split"]["chunks"])]
 # Storage tiers. Files that pass between jobs live on a tier with a path known when the
 # workflow is planned (shared_tmp, cache, global); node_local exists only inside one job, so
 # its path is handed to the job's shell and expanded there ($TMPDIR, $PJM_LOCALTMP, ...).
+# A configured node_local or cache place with $VARIABLES is expanded by each job's shell.
+EXPANDED_BY_JOB = {
+    tier
+    for tier in ("node_local", "cache")
+    if "$" in (config["storage"]["paths"][tier] or "")
+}
+
+
 def tier_paths():
     paths = config["storage"]["paths"]
     under_run = f"{OUTPUT_DIR}/.tiers"
@@ -115,6 +131,21 @@ def tier_paths():
 
 
 TIER_PATHS = tier_paths()
+# Each tier's place as one word of a job's shell: double-quoted as given where the job's shell
+# expands it, quoted literally everywhere else (spaces, quotes, `$` in a directory name).
+TIER_WORDS = {
+    tier: f'"{place}"' if tier in EXPANDED_BY_JOB else shlex.quote(place)
+    for tier, place in TIER_PATHS.items()
+}
+TIER_PATH_PROBLEMS = [
+    problem
+    for tier in ("shared_tmp", "cache", "node_local")
+    for problem in path_problems(
+        f"storage.paths.{tier}", TIER_PATHS[tier], tier in EXPANDED_BY_JOB
+    )
+]
+if TIER_PATH_PROBLEMS:
+    raise WorkflowError("\n".join(TIER_PATH_PROBLEMS))
 RULE_TIERS = config["storage"]["rules"]
 for rule_name, roles in RULE_TIERS.items():
     if roles["output"] == "node_local":
@@ -187,26 +218,84 @@ TIER_MONITOR = TierMonitor(dict(TIER_PATHS))
 RUN_KEY = hashlib.md5(OUTPUT_DIR.encode()).hexdigest()[:8]
 
 
+# One run per output directory (run_lock.py): Snakemake's own lock is in the working directory.
+RUN_LOCK = os.path.join(OUTPUT_DIR, run_lock.LOCK_NAME)
+THIS_RUN = run_lock.this_process(os.getcwd())
+# Every start, a dry run too, says who holds the output directory.
+if workflow.is_main_process:
+    held = run_lock.held_note(RUN_LOCK, THIS_RUN.host)
+    if held:
+        print(held, file=sys.stderr)
+
+
+def take_run_lock():
+    """From onstart, so only in the main process of a real run (dry runs and cluster jobs run no
+    hooks): lock the output directory, or refuse while another run holds it."""
+    if not workflow.is_main_process:
+        return
+    os.makedirs(OUTPUT_DIR, exist_ok=True)
+    taken, message = run_lock.acquire(RUN_LOCK, THIS_RUN)
+    if not taken:
+        raise WorkflowError(message)
+    if message:
+        print(message, file=sys.stderr)
+    # However Snakemake ends: an exception in its scheduler runs neither onsuccess nor onerror.
+    atexit.register(release_run_lock)
+
+
+def release_run_lock():
+    run_lock.release(RUN_LOCK, THIS_RUN)
+
+
+def unlock_output_dir_too(snakemake_unlock):
+    """`snakemake --unlock` reads the workflow, then calls workflow.unlock() (Snakemake 9 has no
+    setting the workflow could read at parse time for it): clear the output directory's lock
+    too."""
+
+    def unlock():
+        snakemake_unlock()
+        print(
+            run_lock.clear(RUN_LOCK) or f"genomon-smk: {RUN_LOCK} was not there",
+            file=sys.stderr,
+        )
+
+    return unlock
+
+
+if workflow.is_main_process:
+    workflow.unlock = unlock_output_dir_too(workflow.unlock)
+
+
 WORK_DIR_SCRIPT = f"{workflow.basedir}/scripts/job-work-dir.sh"
 
 
-def job_work_dir(rule_name):
-    """The arguments of `source job-work-dir.sh` for a job of the rule: its own work directory on
-    the rule's temp tier (left quoted for the job's shell, which expands $TMPDIR or
-    $PJM_LOCALTMP on its node) and the tier's name. The directory is the same on every attempt:
-    a job killed with SIGKILL (which skips the shell's EXIT trap) leaves it behind, and the rerun
-    clears it.
+def work_dir_setup(rule_name, tier=None):
+    """For a rule, the command each of its jobs runs first (`{params.work_dir_setup} {log:q}`):
+    it makes the job's own empty work directory, $work, on the rule's temp tier (storage.rules;
+    `tier` for a rule without one) with job-work-dir.sh, which removes it when the job's shell
+    exits. The directory is the same on every attempt: a job killed with SIGKILL (which skips
+    the shell's EXIT trap) leaves it behind, and the rerun clears it. Its path is a word for the
+    job's shell, which expands $TMPDIR or $PJM_LOCALTMP on its node: never a path in the
+    Snakemake process (nor anything to put in quotes).
     """
-    tier = RULE_TIERS[rule_name]["temp"]
+    tier = tier or RULE_TIERS[rule_name]["temp"]
 
-    def work_dir(wildcards):
-        parts = [value for _, value in sorted(wildcards.items())]
-        place = f"{TIER_PATHS[tier]}/{rule_name}.{RUN_KEY}" + "".join(
-            f".{p}" for p in parts
+    def setup(wildcards):
+        name = ".".join(
+            [rule_name, RUN_KEY, *(value for _, value in sorted(wildcards.items()))]
         )
-        return f'{shlex.quote(WORK_DIR_SCRIPT)} "{place}" {tier}'
+        place = f"{TIER_WORDS[tier]}/{shlex.quote(name)}"
+        return f"source {shlex.quote(WORK_DIR_SCRIPT)} {place} {tier}"
 
-    return work_dir
+    return setup
+
+
+def job_work_dir(rule_name):
+    """TRANSITIONAL, for identify_mutations and merge_mutation until they use work_dir_setup
+    (`source {params.work_dir} {log:q}`): the same command without its `source`. Remove with
+    its last use."""
+    setup = work_dir_setup(rule_name)
+    return lambda wildcards: setup(wildcards).removeprefix("source ")
 
 
 def transfer_reference_at_start():

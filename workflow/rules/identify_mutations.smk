@@ -25,6 +25,9 @@ rule identify_mutations:
         mode=lambda wildcards: (
             "comparison" if PAIRS[wildcards.tumor].normal else "single"
         ),
+        # Empty for a tumor-only pair: the shell names it in the pair branch only, and
+        # {input.normal} would not exist for Snakemake to format.
+        normal=lambda wildcards, input: input.get("normal", ""),
         panel=lambda wildcards, input: " ".join(
             shlex.quote(bam) for name, bam in input.items() if name.startswith("panel")
         ),
@@ -55,13 +58,13 @@ rule identify_mutations:
             source {params.work_dir} {log:q}
             echo {params.intervals:q} >"$work/region.txt"
             if [ {params.mode} = comparison ]; then
-                {params.tools[fisher]} comparison -1 {input.tumor:q} -2 {input.normal:q} -r "$reference" \
+                {params.tools[fisher]} comparison -1 {input.tumor:q} -2 {params.normal:q} -r "$reference" \
                     -s samtools -L "$work/region.txt" -o "$work/fisher.txt" {params.fisher}
-                {params.tools[mutfilter]} realignment -t "$work/fisher.txt" -1 {input.tumor:q} -2 {input.normal:q} \
+                {params.tools[mutfilter]} realignment -t "$work/fisher.txt" -1 {input.tumor:q} -2 {params.normal:q} \
                     -r "$reference" -o "$work/realignment.txt" {params.realignment}
-                {params.tools[mutfilter]} indel -t "$work/realignment.txt" -2 {input.normal:q} -s samtools \
+                {params.tools[mutfilter]} indel -t "$work/realignment.txt" -2 {params.normal:q} -s samtools \
                     -o "$work/indel.txt" {params.indel}
-                {params.tools[mutfilter]} breakpoint -t "$work/indel.txt" -2 {input.normal:q} \
+                {params.tools[mutfilter]} breakpoint -t "$work/indel.txt" -2 {params.normal:q} \
                     -o "$work/filtered.txt" {params.breakpoint}
             else
                 {params.tools[fisher]} single -1 {input.tumor:q} -r "$reference" \

@@ -28,7 +28,7 @@ rule region_table:
     params:
         python=PYTHON,
         region_file=(
-            f"--region-file {config_path(config['regions']['file'])}"
+            f"--region-file {shlex.quote(config_path(config['regions']['file']))}"
             if config["regions"]["file"]
             else ""
         ),
@@ -52,11 +52,11 @@ rule stage_reference:
         "../../envs/python.yaml"
     params:
         python=PYTHON,
-        cache=TIER_PATHS["cache"],
+        cache=TIER_WORDS["cache"],
         method=config["storage"]["reference_staging"],
     shell:
         """
-        {params.python} -m genomon_smk.stage setup --method {params.method} --cache "{params.cache}" \
+        {params.python} -m genomon_smk.stage setup --method {params.method} --cache {params.cache} \
             --manifest {output:q} {input:q} >{log:q} 2>&1
         """
 
@@ -81,14 +81,14 @@ rule map_reads:
         read_group=read_group,
         bwa_params=config["map"]["bwa_params"],
         batch_bases=config["map"]["batch_bases"],
-        work_dir=job_work_dir("map"),
-        cache=TIER_PATHS["cache"],
+        work_dir_setup=work_dir_setup("map"),
+        cache=TIER_WORDS["cache"],
         staging=config["storage"]["reference_staging"],
     shell:
         """
-        reference=$({params.python} -m genomon_smk.stage ensure --method {params.staging} --cache "{params.cache}" \
+        reference=$({params.python} -m genomon_smk.stage ensure --method {params.staging} --cache {params.cache} \
             --manifest {input.staged:q})
-        source {params.work_dir} {log:q}
+        {params.work_dir_setup} {log:q}
         bwa mem -t {threads} -K {params.batch_bases} {params.bwa_params} -R '{params.read_group}' \
             "$reference" {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq >"$work/aligned.sam" 2>{log:q}
         {params.python} -m genomon_smk.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \

@@ -19,15 +19,21 @@ rule markdup:
         "../../envs/markdup.yaml"
     threads: config["markdup"]["threads"]
     params:
-        work_dir=job_work_dir("markdup"),
+        work_dir_setup=work_dir_setup("markdup"),
     shell:
         """
-        source {params.work_dir} {log:q}
+        {params.work_dir_setup} {log:q}
         ls -1 {input.by_region:q}/{wildcards.region}/*.bam >"$work/pieces.txt"
-        # bammarkduplicates reads stdin itself: given I=/dev/stdin it tries a second pass and fails
-        (samtools cat -b "$work/pieces.txt" -o - \
-            | bamsort SO=coordinate inputformat=bam level=1 inputthreads={threads} outputthreads={threads} \
-                sortthreads={threads} tmpfile="$work/bamsort" \
-            | bammarkduplicates O={output.bam:q} M={output.metrics:q} markthreads={threads} \
-                index=1 indexfilename={output.bai:q} tmpfile="$work/markdup") 2>{log:q}
+        # bammarkduplicates cuts its O=, M= and I= values at whitespace however they are quoted:
+        # it runs in the work directory with relative names and writes the BAM to stdout.
+        # It reads stdin itself: given I=/dev/stdin it tries a second pass and fails.
+        (
+            cd "$work"
+            samtools cat -b pieces.txt -o - \
+                | bamsort SO=coordinate inputformat=bam level=1 inputthreads={threads} outputthreads={threads} \
+                    sortthreads={threads} tmpfile=bamsort \
+                | bammarkduplicates M=metrics.txt markthreads={threads} \
+                    index=1 indexfilename={output.bai:q} tmpfile=markdup >{output.bam:q}
+        ) 2>{log:q}
+        mv "$work/metrics.txt" {output.metrics:q}
         """

@@ -20,13 +20,10 @@ rule merge_bam:
         "../../envs/python.yaml"
     params:
         python=PYTHON,
-        work_dir=job_work_dir("merge_bam"),
+        work_dir_setup=work_dir_setup("merge_bam"),
     shell:
         """
-        work="{params.work_dir}"
-        rm -rf "$work"
-        mkdir -p "$work"
-        trap 'rm -rf "$work"' EXIT
+        {params.work_dir_setup} {log:q}
         printf '%s\\n' {input.bams:q} >"$work/regions.txt"
         samtools cat -b "$work/regions.txt" -o {output.bam:q} 2>{log:q}
         {params.python} -m genomon_smk.bai_merge --merged {output.bam:q} --out {output.bai:q} \

@@ -21,6 +21,10 @@ rule merge_mutation:
         filtered=mutation_result("{tumor}", ".filt.txt"),
         vcf=mutation_result("{tumor}", ".filt.vcf.gz"),
         tbi=mutation_result("{tumor}", ".filt.vcf.gz.tbi"),
+        # Every call of result.txt, FILTER naming the thresholds it fails: relax a filter
+        # without rerunning anything.
+        all_vcf=mutation_result("{tumor}", ".vcf.gz"),
+        all_tbi=mutation_result("{tumor}", ".vcf.gz.tbi"),
     log:
         log_path("merge_mutation", "{tumor}"),
     benchmark:
@@ -63,6 +67,8 @@ rule merge_mutation:
             {params.mutil_tool} filter -i {output.result:q} -o {output.filtered:q} {params.mutil}
             {params.python} -m genomon_smk.mutation_merge vcf --result {output.filtered:q} --reference {input.reference:q} \
                 --out {output.vcf:q} --tumor {wildcards.tumor} {params.normal}
+            {params.python} -m genomon_smk.mutation_merge vcf --result {output.result:q} --reference {input.reference:q} \
+                --out {output.all_vcf:q} --tumor {wildcards.tumor} {params.normal} --filter-params {params.mutil:q}
         ) >{log:q} 2>&1
         """
 
@@ -94,11 +100,16 @@ rule mutation_summary:
         "../../envs/plot.yaml"
     params:
         python=PYTHON,
+        # matplotlib's font cache goes to the job's work directory (MPLCONFIGDIR), not to $HOME.
+        work_dir_setup=work_dir_setup("mutation_summary", tier="node_local"),
     shell:
         """
-        {params.python} -m genomon_smk.mutation_summary --result {input.result:q} \
-            --filtered {input.filtered:q} --tumor {wildcards.tumor:q} \
-            --tsv {output.tsv:q} --png {output.png:q} >{log:q} 2>&1
+        (
+            {params.work_dir_setup} {log:q}
+            {params.python} -m genomon_smk.mutation_summary --result {input.result:q} \
+                --filtered {input.filtered:q} --tumor {wildcards.tumor:q} \
+                --tsv {output.tsv:q} --png {output.png:q}
+        ) >{log:q} 2>&1
         """
 
 

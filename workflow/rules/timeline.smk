@@ -46,8 +46,12 @@ rule utilisation_timeline:
         benchmarks=BENCH_DIR,
         slots=f"--slots {TIMELINE_SLOTS}" if TIMELINE_SLOTS else "",
         threads=RULE_THREADS,
+        # A work directory for matplotlib's font cache (not $HOME); on shared_tmp, a place the
+        # Snakemake host sees (node_local may name a variable that only compute nodes set).
+        work_dir_setup=work_dir_setup("utilisation_timeline", tier="shared_tmp"),
     shell:
         """
+        {params.work_dir_setup} {log:q}
         {params.python} -m genomon_smk.timeline --benchmarks {params.benchmarks:q} {params.slots} \
             --threads {params.threads} --png {output.png:q} --svg {output.svg:q} \
             --tsv {output.tsv:q} --summary {output.summary:q} >{log:q} 2>&1

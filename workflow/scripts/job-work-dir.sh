@@ -1,5 +1,8 @@
 # Sourced by a rule's shell: gives the job its own empty work directory on the rule's temp tier
 # and sets $work.    usage: source job-work-dir.sh WORK_DIR TIER LOG
+# Rules do not write this line themselves: common.smk's work_dir_setup(rule) makes it (the
+# directory's name, quoted for the job's shell), and the rule's shell starts with
+# `{params.work_dir_setup} {log:q}`.
 #
 # While the job runs, the directory's size is sampled every few seconds; at exit its peak is
 # appended to the job's LOG as a "genomon-smk tier-use" line (the Snakemake process cannot see
@@ -11,6 +14,8 @@ work_tier="$2"
 work_log="$3"
 rm -rf "$work" "$work.sizes"
 mkdir -p "$work"
+# matplotlib (the timeline, the mutation summary) would write its font cache to $HOME.
+export MPLCONFIGDIR="$work/.matplotlib"
 # The sampler stops by itself when this shell is gone ($$ is the job's shell in the subshell too);
 # its output goes nowhere, so nobody waits for it to close the job's stdout.
 (while kill -0 $$ 2>/dev/null; do

@@ -1,0 +1,64 @@
+"""The mutation VCFs: PASS for kept calls, ##reference/##source headers, and an unfiltered VCF whose
+FILTER names each mutil threshold a call fails."""
+
+import io
+import subprocess
+
+import pysam
+
+from genomon_smk import mutil
+from genomon_smk.mutation_merge import header_columns, write_vcf
+
+PARAMS = ["--fish_pval", "1.0", "--realign_pval", "1.0", "--eb_pval", "4.0", "--tcount", "4", "--ncount", "2"]
+
+
+def pair_row(columns, start, fisher, realign, eb, tumor_pairs, normal_pairs):
+    values = dict.fromkeys(columns, "---")
+    values.update({"Chr": "chr1", "Start": str(start), "End": str(start), "Ref": "A", "Alt": "T",
+                   "depth_tumor": "40", "variantNum_tumor": "12", "depth_normal": "30", "variantNum_normal": "0",
+                   "P-value(fisher)": fisher, "P-value(fisher_realignment)": realign, "P-value(EBCall)": eb,
+                   "variantPairNum_tumor": str(tumor_pairs), "variantPairNum_normal": str(normal_pairs)})
+    return "\t".join(values[column] for column in columns)
+
+
+def make_inputs(tmp_path):
+    fasta = tmp_path / "ref.fa"
+    fasta.write_text(">chr1\n" + "A" * 100 + "\n")
+    pysam.faidx(str(fasta))
+    columns = header_columns(paired=True, with_panel=True)
+    rows = [pair_row(columns, 10, "5.0", "3.0", "6.0", 10, 0),   # passes everything
+            pair_row(columns, 20, "0.5", "3.0", "1.2", 10, 0),   # fails fish_pval and eb_pval
+            pair_row(columns, 30, "5.0", "---", "6.0", 3, 5)]    # fails realign_pval, tcount, ncount
+    result = tmp_path / "result.txt"
+    result.write_text("# Version: test\n" + "\t".join(columns) + "\n" + "\n".join(rows) + "\n")
+    return fasta, result
+
+
+def records(path):
+    with pysam.VariantFile(str(path)) as vcf:
+        return [(r.pos, list(r.filter)) for r in vcf]
+
+
+def test_unfiltered_vcf_names_each_failed_threshold_and_passes_what_mutil_keeps(tmp_path):
+    fasta, result = make_inputs(tmp_path)
+    out = tmp_path / "all.vcf.gz"
+    assert write_vcf(str(result), str(fasta), str(out), "T", "N", PARAMS) == 3
+    assert records(out) == [(10, ["PASS"]), (20, ["fish_pval", "eb_pval"]),
+                            (30, ["realign_pval", "tcount", "ncount"])]
+    kept = io.StringIO()
+    thresholds, _ = mutil.thresholds_of(PARAMS)
+    mutil.filter_table(result.read_text().splitlines(True), kept, thresholds)
+    kept_starts = [int(line.split("\t")[1]) for line in kept.getvalue().splitlines()[2:]]
+    assert [pos for pos, filters in records(out) if filters == ["PASS"]] == kept_starts == [10]
+    text = subprocess.run(["bcftools", "view", "-h", str(out)], capture_output=True, text=True, check=True).stdout
+    assert "##source=genomon-smk" in text and f"##reference=file://{fasta}" in text
+    assert '##FILTER=<ID=eb_pval,Description="P-value(EBCall) below 4 (mutil filter --eb_pval)">' in text
+
+
+def test_filtered_vcf_passes_every_record(tmp_path):
+    fasta, result = make_inputs(tmp_path)
+    out = tmp_path / "filt.vcf.gz"
+    write_vcf(str(result), str(fasta), str(out), "T", None)
+    assert [filters for _, filters in records(out)] == [["PASS"]] * 3
+    with pysam.VariantFile(str(out)) as vcf:
+        assert list(vcf.header.samples) == ["T"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import dataclasses
+import gzip
 import json
 import re
 import shutil
@@ -34,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pysam
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 SOURCE_FASTA = Path("/usr/share/doc/vt/examples/ref/20.fa.gz")
 SOURCE_CHROM = "20"
 SOURCE_ASSEMBLY = "GRCh37"
@@ -67,7 +68,7 @@ TRANSITION = {"A": "G", "G": "A", "C": "T", "T": "C"}
 BASES = "ACGT"
 
 # Independent random streams, so changing one count does not reshuffle everything else.
-STREAM_WINDOWS, STREAM_GERMLINE, STREAM_SOMATIC, STREAM_SIM, STREAM_READS = range(1, 6)
+STREAM_WINDOWS, STREAM_GERMLINE, STREAM_SOMATIC, STREAM_SIM, STREAM_READS, STREAM_TRIM = range(1, 7)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -507,6 +508,59 @@ def make_sample_reads(sample, component_fastqs, lanes, fastqdir, dup_rate, rng):
 
 # --------------------------------------------------------------------------- driver
 
+TRIM_FRACTION = 0.25  # mates 3'-trimmed to a random length (adapter trimming)
+EMPTY_FRACTION = 0.03  # mates trimmed to nothing (valid FASTQ records of length zero)
+
+
+def trimmed_lengths(lengths: np.ndarray, rng) -> np.ndarray:
+    """Read lengths after 3' trimming as an adapter trimmer might leave them (some zero)."""
+    draw = rng.random(len(lengths))
+    cut = rng.integers(1, np.maximum(lengths, 2))
+    return np.where(draw < EMPTY_FRACTION, 0, np.where(draw < EMPTY_FRACTION + TRIM_FRACTION, cut, lengths))
+
+
+def trimmed_names(name: str, lane: int, mate: int) -> str:
+    """Lane 1: CASAVA 1.8 names (`@name 1:N:0:INDEX`); lane 2: `/1` `/2` names."""
+    return f"{name} {mate}:N:0:ACGTAC" if lane == 1 else f"{name}/{mate}"
+
+
+def write_multimember_gzip(path: Path, text: str) -> None:
+    """gzip as `cat a.gz b.gz` makes it: two members."""
+    half = text.index("\n@", len(text) // 2) + 1 if len(text) > 2 else len(text)
+    path.write_bytes(b"".join(gzip.compress(part.encode(), compresslevel=1, mtime=0) for part in (text[:half], text[half:])))
+
+
+def make_trimmed_tumor(outdir: Path, lanes: int, rng) -> dict:
+    """fastq_trimmed/: the tumor's lanes adapter-trimmed to varying lengths (some to zero), lane 1
+    with CASAVA 1.8 names and lane 2 with /1 /2 names, every lane as multi-member gzip; and
+    samples_trimmed.tsv: that tumor with the normal's original lanes."""
+    trimmed = outdir / "fastq_trimmed"
+    trimmed.mkdir()
+    meta = dict(read_pairs=0, empty_read1=0, empty_read2=0, trimmed_mates=0)
+    rows = [("sample", "fq1", "fq2", "platform", "library")]
+    for lane in range(1, lanes + 1):
+        mates = []
+        for mate in (1, 2):
+            with gzip.open(outdir / "fastq" / f"tumor_L{lane}_R{mate}.fastq.gz", "rt") as handle:
+                lines = handle.read().splitlines()
+            mates.append([lines[i:i + 4] for i in range(0, len(lines), 4)])
+        out = {}
+        for mate, records in enumerate(mates, start=1):
+            keep = trimmed_lengths(np.array([len(r[1]) for r in records]), rng)
+            meta[f"empty_read{mate}"] += int((keep == 0).sum())
+            meta["trimmed_mates"] += int(sum(k < len(r[1]) for k, r in zip(keep, records)))
+            out[mate] = [f"@{trimmed_names(r[0][1:], lane, mate)}\n{r[1][:k]}\n+\n{r[3][:k]}\n"
+                         for r, k in zip(records, keep)]
+        meta["read_pairs"] += len(mates[0])
+        for mate in (1, 2):
+            write_multimember_gzip(trimmed / f"tumor_L{lane}_R{mate}.fastq.gz", "".join(out[mate]))
+        rows.append(("tumor", f"fastq_trimmed/tumor_L{lane}_R1.fastq.gz",
+                     f"fastq_trimmed/tumor_L{lane}_R2.fastq.gz", "ILLUMINA", "tumor_lib1"))
+    rows.append(("normal", "fastq/normal_L1_R1.fastq.gz", "fastq/normal_L1_R2.fastq.gz", "ILLUMINA", "normal_lib1"))
+    (outdir / "samples_trimmed.tsv").write_text("".join("\t".join(row) + "\n" for row in rows))
+    return meta
+
+
 def signature(args) -> dict:
     """Everything that determines the output; stored in .complete."""
     return dict(generator_version=GENERATOR_VERSION, preset=args.preset, seed=args.seed,
@@ -533,7 +587,7 @@ def clear_outputs(outdir: Path) -> None:
 def outputs_present(outdir: Path) -> bool:
     """Whether the files a complete run leaves behind are all still there."""
     needed = [outdir / "ref" / "genome.fa.bwt", outdir / "ref" / "genome.dict",
-              outdir / "truth" / "meta.json", outdir / "pairs.tsv"]
+              outdir / "truth" / "meta.json", outdir / "pairs.tsv", outdir / "samples_trimmed.tsv"]
     needed += [outdir / "truth" / f"{n}.vcf.gz.tbi" for n in ("germline", "somatic", "artifacts")]
     try:
         rows = (outdir / "samples.tsv").read_text().splitlines()[1:]
@@ -605,6 +659,8 @@ def generate(args) -> None:
         sample_rows += rows
         log(t0, f"{sample}: {read_meta[sample]['pairs']} read pairs written")
 
+    trimmed_meta = make_trimmed_tumor(outdir, preset["tumor_lanes"], rng_for(seed, STREAM_TRIM))
+    log(t0, f"trimmed tumor: {trimmed_meta['empty_read1'] + trimmed_meta['empty_read2']} mates of length zero")
     (outdir / "samples.tsv").write_text(
         "\n".join("\t".join(r) for r in [("sample", "fq1", "fq2", "platform", "library")]
                   + sample_rows) + "\n")
@@ -634,6 +690,7 @@ def generate(args) -> None:
                     somatic_subclonal=int((~clonal).sum()),
                     artifacts=len(artifacts)),
         samples_tsv="samples.tsv", pairs_tsv="pairs.tsv", panels_tsv="panels.tsv",
+        trimmed_tumor=dict(trimmed_meta, samples_tsv="samples_trimmed.tsv"),
     )
     (truth / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     if not args.keep_work:

@@ -200,8 +200,9 @@ def run_interruptible(args: list[str], cwd: Path, timeout: float, log_path: Path
 
 
 @pytest.fixture(scope="session")
-def slurm() -> str:
-    """A running single-node Slurm (idempotent start); skipped only without root or the packages."""
+def slurm():
+    """A running single-node Slurm (idempotent start); skipped only without root or the packages.
+    Stopped at the end of the session if the tests started it."""
     # From here on Snakemake talks to this Slurm: the real scontrol answers at once.
     os.environ["PATH"] = os.pathsep.join(
         part for part in os.environ["PATH"].split(os.pathsep) if part not in NO_SLURM_PROBE_DIRS
@@ -212,9 +213,15 @@ def slurm() -> str:
     if missing:
         pytest.skip(f"Slurm/munge packages missing ({', '.join(missing)}): "
                     "apt-get install slurmctld slurmd slurm-client munge")
+    # What ran before the tests (a developer's Slurm, a munged) is left running afterwards.
+    running_before = {name: subprocess.run(["pgrep", "-x", name], capture_output=True).returncode == 0
+                      for name in ("slurmctld", "munged")}
     result = subprocess.run([str(START_SLURM)], capture_output=True, text=True, timeout=120)
     if result.returncode != 0:
         pytest.fail(f"start-slurm failed (rc {result.returncode}):\n{result.stdout}\n{result.stderr}")
-    return result.stdout.strip()
+    yield result.stdout.strip()
+    if not running_before["slurmctld"]:
+        env = dict(os.environ, KEEP_MUNGE="1" if running_before["munged"] else "0")
+        subprocess.run([str(START_SLURM.with_name("stop-slurm"))], capture_output=True, timeout=120, env=env)
 
 

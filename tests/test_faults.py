@@ -211,10 +211,6 @@ def record_10_without_separator(records: list[bytes]) -> bytes:
     return gzipped(records[:9] + [header + sequence + quality] + records[10:])
 
 
-def empty(records: list[bytes]) -> bytes:
-    return b""
-
-
 def trimmed_to_mixed_lengths(records: list[bytes]) -> bytes:
     """Every record cut by 0-49 bases at its 3' end (sequence and quality alike): adapter-trimmed reads."""
     trimmed = []
@@ -240,8 +236,8 @@ BAD_LANES = {
     ),
     "record_without_separator": (("R1",), record_10_without_separator,
                                  "{bad}: record 10 (line 39) has no '+' separator line"),
-    "empty_files": (("R1", "R2"), empty, "{bad} and {good} hold no reads"),
 }
+# A lane whose files hold no reads never reaches the split: refused at plan time (test_samplesheet).
 GOOD_LANES = {"mixed_read_lengths": (("R1", "R2"), trimmed_to_mixed_lengths)}
 
 

@@ -112,6 +112,13 @@ def test_integrity_problems_name_both_numbers():
     assert len(qc.integrity_problems("S1", 500, 500, 499)) == 1  # a lost mate
 
 
+def test_mates_of_length_zero_are_not_taken_for_lost_reads():
+    # samtools stats does not count mates trimmed to nothing; the split counted them.
+    assert qc.integrity_problems("S1", 500, 490, 497, empty_read1=10, empty_read2=3) == []
+    assert len(qc.integrity_problems("S1", 500, 490, 497)) == 2
+    assert len(qc.integrity_problems("S1", 500, 489, 497, empty_read1=10, empty_read2=3)) == 2  # one really lost
+
+
 def write_paired_bam(path, pairs, dropped=()):
     """A coordinate-sorted BAM of `pairs` read pairs, without the pairs whose index is in dropped,
     plus a secondary and a supplementary record that must not count as pairs."""

@@ -1,5 +1,6 @@
 """Cohort input: the TSV tables and Genomon's sample sheet, and every check a schema cannot make."""
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ SCHEMAS = str(Path(__file__).resolve().parents[1] / "workflow" / "schemas")
 def fastqs(tmp_path):
     for name in ["t1", "t2", "n1", "p1"]:
         for mate in (1, 2):
-            (tmp_path / f"{name}_R{mate}.fq.gz").write_bytes(b"")
+            (tmp_path / f"{name}_R{mate}.fq.gz").write_bytes(gzip.compress(b"@r1\nACGT\n+\nIIII\n"))
+    (tmp_path / "empty.fq").write_bytes(b"")
     return tmp_path
 
 
@@ -52,6 +54,8 @@ def test_good_tables_give_lanes_pairs_panels_and_read_groups(fastqs):
         (GOOD.replace("pon1\t", "x;y\t"), None, {}, r"'x;y' is not a safe name"),
         (GOOD.replace("n1_R1", "t1_R1"), None, {}, r"samples.tsv:4: field 'fq1': .*t1_R1.fq.gz is already used at .*samples.tsv:2"),
         (GOOD.replace("p1_R2", "missing"), None, {}, r"samples.tsv:5: field 'fq2': file not found: .*missing"),
+        (GOOD.replace("p1_R2.fq.gz", "empty.fq"), None, {}, r"samples.tsv:5: field 'fq2': holds no reads: .*empty.fq"),
+        (GOOD.replace("pon1\t", "p" * 101 + "\t"), None, {}, r"samples.tsv:5: field 'sample': .* is too long"),
         (GOOD, "tumor\tnormal\tpanel\ntumor\tnobody\t\n", {}, r"pairs.tsv:2: field 'normal': unknown sample 'nobody'"),
         (GOOD, "tumor\tnormal\tpanel\ntumor\tnormal\tpanelX\n", {}, r"pairs.tsv:2: field 'panel': unknown control panel 'panelX'"),
         (GOOD, "tumor\tnormal\ntumor\tnormal\ntumor\t\n", {}, r"pairs.tsv:3: tumor 'tumor' already has a row at .*pairs.tsv:2"),
@@ -95,3 +99,38 @@ def test_bad_genomon_sheets_are_refused(fastqs, text, message):
     sheet.write_text(text)
     with pytest.raises(InputError, match=message):
         load_cohort(SCHEMAS, genomon_sample_sheet=str(sheet))
+
+
+def test_a_name_that_would_not_fit_a_file_name_is_refused():
+    from genomon_smk.samplesheet import name_problem
+
+    assert "must fit the file system's 255 bytes" in name_problem("s" * 101)
+    assert name_problem("s" * 100) is None
+    assert "'None' means 'no sample'" in name_problem("None")
+
+
+def test_genomon_sheet_sections_bam_import_tofastq_qc_and_sv_detection(fastqs, tmp_path):
+    import pysam
+
+    bam = fastqs / "x.bam"
+    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": "chr1", "LN": 1000}]}
+    with pysam.AlignmentFile(str(bam), "wb", header=header):
+        pass
+    pysam.index(str(bam))
+    sheet = fastqs / "genomon.csv"
+    sheet.write_text(
+        "[fastq]\ntumor,t1_R1.fq.gz,t1_R2.fq.gz\n[bam_tofastq]\nconverted,x.bam\n[bam_import]\nimported,x.bam\n"
+        "[mutation_call]\ntumor,imported,None\nconverted,None,None\n[sv_detection]\ntumor,imported,None\n"
+        "[summary]\ntumor\n[controlpanel]\npanel1,converted\n"
+    )
+    cohort = load_cohort(SCHEMAS, genomon_sample_sheet=str(sheet))
+    assert cohort.samples == ["tumor", "converted", "imported"] and cohort.mapped_samples == ["tumor", "converted"]
+    assert cohort.imported == {"imported": str(bam)} and cohort.bam_sources == {"converted": [str(bam)]}
+    assert cohort.qc_samples == ["tumor"] and [p.normal for p in cohort.sv_pairs] == ["imported"]
+    assert cohort.read_group("converted")["PL"] == "ILLUMINA"
+    sheet.write_text("[fastq]\nx,t1_R1.fq.gz,t1_R2.fq.gz\n[bam_import]\nx,x.bam\nNone,x.bam\n[qc]\nghost\n")
+    with pytest.raises(InputError) as refused:
+        load_cohort(SCHEMAS, genomon_sample_sheet=str(sheet))
+    message = str(refused.value)
+    assert "sample 'x' is defined twice in [bam_import]" in message
+    assert "'None' means 'no sample'" in message and "[qc] names unknown sample 'ghost'" in message

@@ -6,12 +6,15 @@ Scenarios that do not test the mapping reuse the default scenario's mapped sampl
 (conftest.reuse_mapped_samples), so that only the stages they test run.
 """
 
+import collections
+import json
+import re
 import subprocess
 
 import pysam
 import pytest
 
-from conftest import SCENARIO_DIRS, result_rows as rows_without_meta, run_scenario, scenario_output
+from conftest import SCENARIO_DIRS, result_rows as rows_without_meta, run_scenario, run_snakemake
 from test_mutation_workflow import called, result_rows, truth_sites
 
 pytestmark = pytest.mark.workflow
@@ -104,3 +107,56 @@ def test_panel_given_as_bam_files(scenario_root, pipeline_run):
         ours = rows_without_meta(result(results, "tumor", suffix))
         assert len(ours) > 1 and ours == rows_without_meta(result(pipeline_run, "tumor", suffix))
 
+
+
+def test_trimmed_reads_of_any_length_and_other_read_names(scenario_root, pipeline_run, testdata, truth):
+    """Adapter-trimmed reads (some of length zero), CASAVA 1.8 and /1 /2 names, multi-member gzip:
+    the integrity check passes, every read pair is in the final BAM once, the calls are made."""
+    results, _ = run_scenario(scenario_root, "config-trimmed", reuse=["normal"])
+    expected = truth["trimmed_tumor"]
+    assert expected["empty_read1"] > 100 and expected["empty_read2"] > 100
+    counts = json.loads((results / "qc" / "tumor" / "tumor.fastq_counts.json").read_text())
+    assert (counts["read_pairs"], counts["empty_read1"], counts["empty_read2"]) == (
+        expected["read_pairs"], expected["empty_read1"], expected["empty_read2"])
+    assert "status\tOK" in (results / "qc" / "tumor" / "tumor.integrity.txt").read_text()
+    mates = collections.Counter()
+    with pysam.AlignmentFile(str(results / "bam" / "tumor" / "tumor.markdup.bam")) as bam:
+        for read in bam.fetch(until_eof=True):
+            if not (read.is_secondary or read.is_supplementary):
+                mates[read.is_read1] += 1
+                empty = read.query_length == 0
+                mates["empty_read1" if read.is_read1 else "empty_read2"] += empty
+    assert mates[True] == mates[False] == expected["read_pairs"]
+    assert (mates["empty_read1"], mates["empty_read2"]) == (expected["empty_read1"], expected["empty_read2"])
+    _, filtered = result_rows(result(results, "tumor", ".filt.txt"))
+    assert snv_recall(filtered, clonal_snvs(testdata)) >= 0.9
+
+
+def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_run, testdata, truth):
+    results, run = run_scenario(scenario_root, "config-genomon-sheet", reuse=["tumor", "pon1", "pon2"])
+    assert "[sv_detection]: 1 pair(s) read and checked" in run.stderr
+    # [bam_import]: the normal's BAM is linked, not mapped; [bam_tofastq]: pon3 is mapped again.
+    normal = results / "bam" / "normal" / "normal.markdup.bam"
+    assert normal.is_symlink() and normal.resolve() == (pipeline_run / "bam" / "normal" / "normal.markdup.bam").resolve()
+    assert ran_jobs(results, "import_bam") == ["normal"] and ran_jobs(results, "bam_to_fastq") == ["pon3"]
+    assert ran_jobs(results, "merge_bam") == ["pon3"]
+    with pysam.AlignmentFile(str(results / "bam" / "pon3" / "pon3.markdup.bam")) as bam:
+        read1 = sum(1 for r in bam.fetch(until_eof=True) if r.is_read1 and not (r.is_secondary or r.is_supplementary))
+    assert read1 == truth["read_pairs"]["pon3"]
+    # [qc]: tumor and normal only (the tumor's QC came with its reused BAM).
+    assert ran_jobs(results, "coverage") == ["normal"] and ran_jobs(results, "read_pair_integrity") == []
+    multiqc_inputs = (results / "logs" / "multiqc" / "all.log").read_text()
+    assert "pon1.samtools_stats" not in multiqc_inputs
+    # [mutation_call]: pattern 1 with the panel, pattern 4 for pon1.
+    _, filtered = result_rows(result(results, "tumor", ".filt.txt"))
+    assert snv_recall(filtered, clonal_snvs(testdata)) >= 0.9
+    artifacts = {(c, s) for c, s, _, _ in truth_sites(testdata, "artifacts")}
+    assert not artifacts & called(filtered)
+    header, _ = result_rows(result(results, "pon1", ".txt"))
+    assert "depth_normal" not in header and EB_COLUMN not in header
+    # The stage plan counts every job of this cohort as Snakemake does (imported, converted and
+    # QC-selected samples included).
+    plan = run_snakemake(scenario_root / "config-genomon-sheet" / "config.yaml", "-n", "--forceall", "--quiet", "rules")
+    planned = int(re.search(r"total \(with rule all\) +(\d+)", plan.stderr).group(1))
+    counted = int(re.search(r"^total +(\d+)$", plan.stdout + plan.stderr, flags=re.M).group(1))
+    assert planned == counted == 79

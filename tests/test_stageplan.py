@@ -58,14 +58,15 @@ def test_tiers_follow_the_config():
 
 
 def test_table_names_every_stage_rule_and_priority():
-    table = stage_table(CohortShape(4, 2, 3, 6, 5, staggered=2), TIERS, {"map_reads": 0, "markdup": 10})
+    table = stage_table(CohortShape(4, 2, 3, 6, 5, staggered=2, imported=1, converted=1), TIERS, {"map_reads": 0, "markdup": 10})
     for stage, rules in STAGES:
         assert re.search(rf"^  {re.escape(stage)} +\d+$", table, flags=re.M), stage
         for rule, unit in rules:
             assert re.search(rf"^    {rule} +{re.escape(unit)} +\d+ +\d+  \S", table, flags=re.M), rule
     assert re.search(r"^    markdup +sample x region +24 +10  shared_tmp, temp shared_tmp$", table, flags=re.M)
     # A rule without jobs (no staggered start) is not listed.
-    assert "stagger_start" not in stage_table(CohortShape(4, 2, 3, 6, 5), TIERS, {})
+    without = stage_table(CohortShape(4, 2, 3, 6, 5), TIERS, {})
+    assert "stagger_start" not in without and "import_bam" not in without and "bam_to_fastq" not in without
 
 
 def printed_plan(output: str) -> tuple[dict[str, int], dict[str, int]]:

@@ -29,6 +29,9 @@ class LaneCount:
     fq1: str
     fq2: str
     read_pairs: int
+    # Mates trimmed to nothing: bwa keeps them, but samtools stats does not count them.
+    empty_read1: int = 0
+    empty_read2: int = 0
 
 
 def open_fastq(path: str) -> io.BufferedReader:
@@ -77,11 +80,11 @@ def read_record(stream, path: str, number: int) -> list[bytes] | None:
     return record
 
 
-def split_lane(fq1: str, fq2: str, outputs: list[tuple], first_index: int) -> int:
+def split_lane(fq1: str, fq2: str, outputs: list[tuple], first_index: int) -> LaneCount:
     """Distribute one lane's records over the chunk outputs, continuing the round robin at
-    first_index; return the number of read pairs."""
+    first_index; return its counts."""
     chunks = len(outputs)
-    pairs = 0
+    pairs = empty1 = empty2 = 0
     with open_fastq(fq1) as r1, open_fastq(fq2) as r2:
         while True:
             number = pairs + 1
@@ -104,9 +107,11 @@ def split_lane(fq1: str, fq2: str, outputs: list[tuple], first_index: int) -> in
             out1.write(b"".join(rec1))
             out2.write(b"".join(rec2))
             pairs += 1
+            empty1 += rec1[1] in (b"\n", b"\r\n")
+            empty2 += rec2[1] in (b"\n", b"\r\n")
     if pairs == 0:
         raise FastqError(f"{fq1} and {fq2} hold no reads")
-    return pairs
+    return LaneCount(fq1, fq2, pairs, empty1, empty2)
 
 
 def split_sample(lanes: list[tuple[str, str]], chunk_pairs: list[tuple[str, str]]) -> list[LaneCount]:
@@ -119,9 +124,9 @@ def split_sample(lanes: list[tuple[str, str]], chunk_pairs: list[tuple[str, str]
         ]
         total = 0
         for fq1, fq2 in lanes:
-            pairs = split_lane(fq1, fq2, outputs, total)
-            counts.append(LaneCount(fq1, fq2, pairs))
-            total += pairs
+            lane = split_lane(fq1, fq2, outputs, total)
+            counts.append(lane)
+            total += lane.read_pairs
     return counts
 
 
@@ -158,6 +163,8 @@ def main(argv=None) -> int:
     summary = {
         "sample": args.sample,
         "read_pairs": sum(c.read_pairs for c in counts),
+        "empty_read1": sum(c.empty_read1 for c in counts),
+        "empty_read2": sum(c.empty_read2 for c in counts),
         "chunks": args.chunks,
         "lanes": [c.__dict__ for c in counts],
     }

@@ -170,31 +170,39 @@ def bam_read_pairs(summary):
     return int(summary["1st fragments"]), int(summary["last fragments"])
 
 
-def integrity_problems(sample, expected_pairs, read1, read2):
-    """Why the final BAM does not hold exactly the split's read pairs (empty: it does)."""
+def integrity_problems(sample, expected_pairs, read1, read2, empty_read1=0, empty_read2=0):
+    """Why the final BAM does not hold exactly the split's read pairs (empty: it does).
+    samtools stats does not count mates of length zero (trimmed to nothing), which bwa keeps:
+    the split counted them, so they are taken off what each mate's count must be."""
     problems = []
-    if read1 != expected_pairs:
+    if read1 != expected_pairs - empty_read1:
         problems.append(
             f"sample {sample}: the final BAM holds {read1} read pairs (primary read 1 records), "
-            f"the FASTQ split counted {expected_pairs} ({read1 - expected_pairs:+d})"
+            f"the FASTQ split counted {expected_pairs} ({read1 - expected_pairs + empty_read1:+d}"
+            + (f"; {empty_read1} read 1 mates of length zero, which samtools stats does not count" if empty_read1 else "")
+            + ")"
         )
-    if read2 != read1:
-        problems.append(f"sample {sample}: the final BAM holds {read1} primary read 1 but {read2} read 2 records")
+    if read2 - (expected_pairs - empty_read2) != read1 - (expected_pairs - empty_read1):
+        problems.append(f"sample {sample}: the final BAM holds {read1} primary read 1 but {read2} read 2 records "
+                        f"({empty_read1} and {empty_read2} of length zero not counted)")
     return problems
 
 
 def check_integrity(sample, counts_path, stats_path):
     """The report line of a passing check; IntegrityError naming both numbers otherwise."""
     with open(counts_path) as handle:
-        expected = int(json.load(handle)["read_pairs"])
+        counts = json.load(handle)
+    expected = int(counts["read_pairs"])
+    empty = int(counts.get("empty_read1", 0)), int(counts.get("empty_read2", 0))
     with open(stats_path) as handle:
         read1, read2 = bam_read_pairs(samtools_stats_summary(handle))
-    problems = integrity_problems(sample, expected, read1, read2)
+    problems = integrity_problems(sample, expected, read1, read2, *empty)
     if problems:
         raise IntegrityError(
             "\n".join(problems) + f"\n(counts: {counts_path}, samtools stats: {stats_path}); reads were lost or duplicated"
         )
-    return f"sample\t{sample}\nfastq_read_pairs\t{expected}\nbam_read_pairs\t{read1}\nstatus\tOK\n"
+    zero_length = f"zero_length_read1\t{empty[0]}\nzero_length_read2\t{empty[1]}\n" if any(empty) else ""
+    return f"sample\t{sample}\nfastq_read_pairs\t{expected}\nbam_read_pairs\t{read1 + empty[0]}\n{zero_length}status\tOK\n"
 
 
 # --- coverage

@@ -9,8 +9,10 @@ found are reported together, so a user fixes the sheet in one go.
 from __future__ import annotations
 
 import csv
+import gzip
 import os
 import re
+import zlib
 from dataclasses import dataclass, field
 
 import jsonschema
@@ -21,6 +23,7 @@ from genomon_smk.regions import read_fai
 # Names reach file paths and shell command lines: allow only characters that need no quoting.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_PLATFORM = "ILLUMINA"
+MAX_NAME_BYTES = 100
 
 
 class InputError(Exception):
@@ -61,13 +64,29 @@ class Cohort:
     lanes: dict[str, list[Lane]] = field(default_factory=dict)
     pairs: list[Pair] = field(default_factory=list)
     panels: dict[str, list[str]] = field(default_factory=dict)
+    # Genomon's [bam_import]: samples whose final BAM exists (sample -> BAM); not mapped.
+    imported: dict[str, str] = field(default_factory=dict)
+    # Genomon's [bam_tofastq]: samples mapped from the reads of existing BAMs (sample -> BAMs).
+    bam_sources: dict[str, list[str]] = field(default_factory=dict)
+    # Genomon's [qc] (or [summary]): the samples whose QC runs; None: every sample.
+    qc_samples: list[str] | None = None
+    # Genomon's [sv_detection]: read and checked; this version has no SV stage yet.
+    sv_pairs: list[Pair] = field(default_factory=list)
 
     @property
     def samples(self) -> list[str]:
-        return list(self.lanes)
+        """Every sample: mapped from FASTQ, from a BAM's reads, or imported as a BAM."""
+        return list(self.lanes) + list(self.bam_sources) + list(self.imported)
+
+    @property
+    def mapped_samples(self) -> list[str]:
+        """The samples this run maps (split, map, markdup, merge bam)."""
+        return list(self.lanes) + list(self.bam_sources)
 
     def read_group(self, sample: str) -> dict[str, str]:
         """The SAM read group of a sample: all its lanes share platform and library (checked)."""
+        if sample not in self.lanes:  # [bam_tofastq]: Genomon's defaults
+            return {"ID": sample, "SM": sample, "PL": DEFAULT_PLATFORM, "LB": sample}
         first = self.lanes[sample][0]
         return {"ID": sample, "SM": sample, "PL": first.platform, "LB": first.library}
 
@@ -90,6 +109,14 @@ def name_problem(name: str) -> str | None:
     """Why `name` cannot be used as a sample or panel name, or None if it can."""
     if not name:
         return "is empty"
+    if len(name.encode()) > MAX_NAME_BYTES:
+        return (
+            f"{name[:20]!r}... is {len(name.encode())} bytes long: names make file names (a job's work "
+            f"directory joins a rule, a run key, a region and the name) that must fit the file "
+            f"system's 255 bytes; use at most {MAX_NAME_BYTES}"
+        )
+    if name == "None":
+        return "'None' means 'no sample' in a Genomon sheet and cannot name one"
     if ".." in name or not SAFE_NAME.match(name):
         return (
             f"{name!r} is not a safe name: use letters, digits, '.', '_' and '-' only "
@@ -169,16 +196,32 @@ def read_pairs(path: str, schema: dict, problems: Problems) -> list[Pair]:
 
 
 GENOMON_SECTIONS = {"fastq", "bam_tofastq", "bam_import", "mutation_call", "sv_detection", "qc", "summary", "controlpanel"}
-SUPPORTED_SECTIONS = {"fastq", "mutation_call", "controlpanel"}
+NONE_CELLS = {"", "None"}
+
+
+def sheet_pair(cells: list[str], where: Where) -> Pair:
+    """A [mutation_call] or [sv_detection] row: tumor, normal|None, panel|None."""
+    tumor, normal, panel = (cells + ["", ""])[:3]
+    return Pair(tumor, None if normal in NONE_CELLS else normal, None if panel in NONE_CELLS else panel, where)
 
 
 def read_genomon_sheet(path: str, problems: Problems, platform: str = DEFAULT_PLATFORM) -> Cohort:
-    """Genomon's classic sample sheet (.csv, or tab-separated .tsv/.txt) with [fastq],
-    [mutation_call] and [controlpanel] sections; `;` separates several files of one mate."""
+    """Genomon's classic sample sheet (.csv, or tab-separated .tsv/.txt), every DNA section:
+    [fastq], [bam_tofastq], [bam_import], [mutation_call], [sv_detection], [qc] (or [summary])
+    and [controlpanel]; `;` separates several files of one mate (or several BAMs)."""
     delimiter = "," if path.endswith(".csv") else "\t"
     base = os.path.dirname(os.path.abspath(path))
     cohort = Cohort()
     section = None
+    defined: dict[str, Where] = {}  # sample IDs are unique across the three input sections
+
+    def define(sample: str, where: Where) -> bool:
+        if sample in defined:
+            problems.add(where, f"sample '{sample}' is defined twice in [{section}] (first at {defined[sample]})")
+            return False
+        defined[sample] = where
+        return True
+
     with open(path, newline="") as handle:
         for number, cells in enumerate(csv.reader(handle, delimiter=delimiter), start=1):
             where = Where(path, number)
@@ -191,17 +234,16 @@ def read_genomon_sheet(path: str, problems: Problems, platform: str = DEFAULT_PL
             if header and len(cells) == 1:
                 section = header.group(1).lower()
                 if section not in GENOMON_SECTIONS:
-                    problems.add(where, f"unknown section [{section}]")
-                elif section not in SUPPORTED_SECTIONS:
-                    problems.add(where, f"section [{section}] is not supported by genomon-smk (supported: fastq, mutation_call, controlpanel)")
+                    problems.add(where, f"unknown section [{section}] (Genomon's DNA sections: {', '.join(sorted(GENOMON_SECTIONS))})")
+                elif section in ("qc", "summary") and cohort.qc_samples is None:
+                    cohort.qc_samples = []
                 continue
             if section == "fastq":
                 if len(cells) != 3:
                     problems.add(where, f"[fastq] rows have 3 cells (sample, R1, R2), found {len(cells)}")
                     continue
                 sample, r1, r2 = cells
-                if sample in cohort.lanes:
-                    problems.add(where, f"sample '{sample}' is defined twice in [fastq]")
+                if not define(sample, where):
                     continue
                 r1s, r2s = r1.split(";"), r2.split(";")
                 if len(r1s) != len(r2s):
@@ -210,12 +252,20 @@ def read_genomon_sheet(path: str, problems: Problems, platform: str = DEFAULT_PL
                 cohort.lanes[sample] = [
                     Lane(sample, resolve(a, base), resolve(b, base), platform, sample, where) for a, b in zip(r1s, r2s)
                 ]
+            elif section in ("bam_import", "bam_tofastq"):
+                if len(cells) != 2:
+                    problems.add(where, f"[{section}] rows have 2 cells (sample, BAM), found {len(cells)}")
+                elif define(cells[0], where):
+                    if section == "bam_import":
+                        cohort.imported[cells[0]] = resolve(cells[1], base)
+                    else:
+                        cohort.bam_sources[cells[0]] = [resolve(bam, base) for bam in cells[1].split(";")]
             elif section == "mutation_call":
-                tumor, normal, panel = (cells + ["", ""])[:3]
-                none = {"", "None"}
-                cohort.pairs.append(
-                    Pair(tumor, None if normal in none else normal, None if panel in none else panel, where)
-                )
+                cohort.pairs.append(sheet_pair(cells, where))
+            elif section == "sv_detection":
+                cohort.sv_pairs.append(sheet_pair(cells, where))
+            elif section in ("qc", "summary"):
+                cohort.qc_samples += cells
             elif section == "controlpanel":
                 if len(cells) < 2:
                     problems.add(where, "[controlpanel] rows name a panel and at least one sample")
@@ -298,7 +348,20 @@ def fastq_problem(path: str) -> str | None:
         return f"not a regular file: {path}"
     if not os.access(path, os.R_OK):
         return f"file not readable: {path}"
+    if not first_line(path):
+        return f"holds no reads: {path}"
     return None
+
+
+def first_line(path: str) -> bytes:
+    """The first line of a (gzipped or plain) file; b'' when it has none or cannot be read."""
+    try:
+        with open(path, "rb") as probe:
+            gzipped = probe.read(2) == b"\x1f\x8b"
+        with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as handle:
+            return handle.readline(4096)
+    except (OSError, EOFError, zlib.error):
+        return b""
 
 
 def check_cohort(
@@ -344,21 +407,43 @@ def check_cohort(
                 problems.messages += [
                     f"{panels_where}: panel '{panel}': {p}" for p in bam_problems(member, reference_fai)
                 ]
-            elif member not in cohort.lanes:
+            elif member not in cohort.samples:
                 problems.add(panels_where, f"panel '{panel}' names unknown sample '{member}'")
         if len(set(members)) != len(members):
             problems.add(panels_where, f"panel '{panel}' names a sample twice")
+    known = set(cohort.samples)
+    for sample, bam in cohort.imported.items():
+        problem = name_problem(sample)
+        if problem:
+            problems.add(panels_where, f"[bam_import] sample: {problem}")
+        problems.messages += [f"{panels_where}: [bam_import] sample '{sample}': {p}" for p in bam_problems(bam, reference_fai)]
+    for sample, bams in cohort.bam_sources.items():
+        problem = name_problem(sample)
+        if problem:
+            problems.add(panels_where, f"[bam_tofastq] sample: {problem}")
+        for bam in bams:
+            if not os.path.isfile(bam) or not os.access(bam, os.R_OK):
+                problems.add(panels_where, f"[bam_tofastq] sample '{sample}': BAM not found or not readable: {bam}")
+    for sample in cohort.qc_samples or []:
+        if sample not in known:
+            problems.add(panels_where, f"[qc] names unknown sample '{sample}'")
+    check_pairs(cohort.pairs, known, cohort.panels, problems)
+    check_pairs(cohort.sv_pairs, known, cohort.panels, problems)
+
+
+def check_pairs(pairs: list[Pair], known: set[str], panels: dict, problems: Problems) -> None:
+    """Tumors unique, samples and panels known, tumor and normal distinct."""
     tumors: dict[str, Where] = {}
-    for pair in cohort.pairs:
+    for pair in pairs:
         if pair.tumor in tumors:
             problems.add(pair.where, f"tumor '{pair.tumor}' already has a row at {tumors[pair.tumor]}")
         tumors[pair.tumor] = pair.where
         for column, sample in (("tumor", pair.tumor), ("normal", pair.normal)):
-            if sample is not None and sample not in cohort.lanes:
+            if sample is not None and sample not in known:
                 problems.add(pair.where, f"field '{column}': unknown sample '{sample}' (not in the samples table)")
         if pair.normal is not None and pair.normal == pair.tumor:
             problems.add(pair.where, "tumor and normal are the same sample")
-        if pair.panel is not None and pair.panel not in cohort.panels:
+        if pair.panel is not None and pair.panel not in panels:
             problems.add(pair.where, f"field 'panel': unknown control panel '{pair.panel}'")
 
 

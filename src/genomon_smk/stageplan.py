@@ -15,6 +15,8 @@ from dataclasses import dataclass
 # Genomon's stages in pipeline order, each with its rules and what a rule has one job per.
 # `run` = one job for the whole run.
 STAGES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("bam tofastq", (("bam_to_fastq", "bam_tofastq sample"),)),
+    ("bam import", (("import_bam", "imported sample"),)),
     ("split files", (("stagger_start", "staggered sample"), ("split_fastq", "sample"))),
     (
         "map",
@@ -32,10 +34,10 @@ STAGES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     (
         "qc",
         (
-            ("bam_stats", "sample"),
-            ("read_pair_integrity", "sample"),
-            ("coverage", "sample"),
-            ("duplication_metrics", "sample"),
+            ("bam_stats", "qc sample"),
+            ("read_pair_integrity", "mapped qc sample"),
+            ("coverage", "qc sample"),
+            ("duplication_metrics", "mapped qc sample"),
             ("multiqc", "run"),
             ("utilisation_timeline", "run"),
         ),
@@ -58,9 +60,11 @@ STORAGE_ROLES: dict[str, tuple[str, tuple[str, ...]]] = {
 
 @dataclass(frozen=True)
 class CohortShape:
-    """The numbers that fix the DAG's size: samples, pairs, chunks per sample, regions (markdup,
-    the unmapped region included), mutation regions (identify mutations: without it) and the
-    samples whose split waits for a staggered start."""
+    """The numbers that fix the DAG's size: mapped samples, pairs, chunks per sample, regions
+    (markdup, the unmapped region included), mutation regions (identify mutations: without it),
+    the samples whose split waits for a staggered start, Genomon's [bam_import] samples and
+    [bam_tofastq] samples (counted in `samples` too: they are mapped), and the samples whose QC
+    runs (None: all; mapped ones: those with read-pair and duplicate checks)."""
 
     samples: int
     pairs: int
@@ -68,12 +72,20 @@ class CohortShape:
     regions: int
     mutation_regions: int
     staggered: int = 0
+    imported: int = 0
+    converted: int = 0
+    qc_samples: int | None = None
+    mapped_qc_samples: int | None = None
 
     def per(self, unit: str) -> int:
         """How many jobs a rule with one job per `unit` has in this cohort."""
         return {
             "run": 1,
             "staggered sample": self.staggered,
+            "bam_tofastq sample": self.converted,
+            "imported sample": self.imported,
+            "qc sample": self.samples + self.imported if self.qc_samples is None else self.qc_samples,
+            "mapped qc sample": self.samples if self.mapped_qc_samples is None else self.mapped_qc_samples,
             "sample": self.samples,
             "sample x chunk": self.samples * self.chunks,
             "sample x region": self.samples * self.regions,

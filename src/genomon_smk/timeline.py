@@ -45,6 +45,8 @@ from pathlib import Path
 # Genomon's stages (the paper's task names) of this workflow's rules; the colours follow the
 # pipeline's order.
 STAGE_OF_RULE = {
+    "bam_to_fastq": "split",
+    "import_bam": "merge bam",
     "stagger_start": "split",
     "split_fastq": "split",
     "region_table": "map",

@@ -13,12 +13,12 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
-from genomon_smk import job_tier_use, run_lock
+from genomon_smk import job_tier_use, panel_power, run_lock
 from genomon_smk.fastq_split import chunk_name
 from genomon_smk.path_limits import path_problems
 from genomon_smk.reference import reference_files, reference_problems
 from genomon_smk.regions import make_regions
-from genomon_smk.samplesheet import InputError, load_cohort
+from genomon_smk.samplesheet import InputError, Lane, load_cohort
 from genomon_smk.stage import main as stage_main
 from genomon_smk.tier_usage import TierMonitor, leftover_report, write_leftovers
 from genomon_smk.stageplan import CohortShape, stage_table, stagger_delays
@@ -97,7 +97,22 @@ except (InputError, ValueError) as error:
     raise WorkflowError(f"invalid input ({CONFIG_FILE}):\n{error}") from None
 
 SAMPLES = COHORT.samples
+# Mapped by this run (from FASTQ, or from the reads of a [bam_tofastq] BAM); the others are
+# [bam_import] samples, whose final BAM exists.
+MAPPED_SAMPLES = COHORT.mapped_samples
+IMPORTED_BAMS = COHORT.imported
+# Genomon's [qc] section selects the samples whose QC runs (default: all); the checks made from
+# the split's counts and the markdup metrics exist for mapped samples only.
+QC_SAMPLES = COHORT.qc_samples if COHORT.qc_samples is not None else SAMPLES
+MAPPED_QC_SAMPLES = [sample for sample in QC_SAMPLES if sample in MAPPED_SAMPLES]
 PAIRS = {pair.tumor: pair for pair in COHORT.pairs}
+if COHORT.sv_pairs and workflow.is_main_process:
+    print(
+        f"[sv_detection]: {len(COHORT.sv_pairs)} pair(s) read and checked; this version of "
+        "genomon-smk has no SV stage yet, so they get no SV results (mutation calling follows "
+        "[mutation_call] as usual)",
+        file=sys.stderr,
+    )
 REGION_NAMES = [region.name for region in REGIONS]
 # Reads without a position carry no mutations: the mutation stage skips the unmapped region.
 MUTATION_REGIONS = {region.name: region for region in REGIONS if not region.is_unmapped}
@@ -162,11 +177,14 @@ def storage_plan():
         for tier, limit in config["storage"]["capacity"].items()
     }
     uses = []
-    for sample, lanes in COHORT.lanes.items():
-        fastq_bytes = file_bytes(
-            [path for lane in lanes for path in (lane.fq1, lane.fq2)]
+    for sample in MAPPED_SAMPLES:
+        # A [bam_tofastq] sample's FASTQ do not exist yet: its BAMs are about their size.
+        reads = COHORT.bam_sources.get(sample) or [
+            path for lane in COHORT.lanes[sample] for path in (lane.fq1, lane.fq2)
+        ]
+        uses += sample_uses(
+            file_bytes(reads), len(CHUNKS), len(REGION_NAMES), RULE_TIERS
         )
-        uses += sample_uses(fastq_bytes, len(CHUNKS), len(REGION_NAMES), RULE_TIERS)
     peak = peaks(uses, file_bytes(reference_files(REFERENCE)))
     if workflow.is_main_process:
         print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)
@@ -191,27 +209,93 @@ except ValueError as error:
     raise WorkflowError(f"config storage.capacity: {error}") from None
 
 # Staggered start of pairs: seconds each sample's split waits (samples that do not wait left out).
-STAGGER = stagger_delays(
-    [(pair.tumor, pair.normal) for pair in COHORT.pairs], config["stagger_minutes"]
-)
+STAGGER = {
+    sample: delay
+    for sample, delay in stagger_delays(
+        [(pair.tumor, pair.normal) for pair in COHORT.pairs], config["stagger_minutes"]
+    ).items()
+    if sample in MAPPED_SAMPLES
+}
 
 # Genomon's stages and their job counts for the whole run (a dry run runs no hooks: printed here).
 if workflow.is_main_process:
     print(
         stage_table(
             CohortShape(
-                len(SAMPLES),
+                len(MAPPED_SAMPLES),
                 len(PAIRS),
                 len(CHUNKS),
                 len(REGION_NAMES),
                 len(MUTATION_REGIONS),
                 len(STAGGER),
+                imported=len(IMPORTED_BAMS),
+                converted=len(COHORT.bam_sources),
+                qc_samples=len(QC_SAMPLES),
+                mapped_qc_samples=len(MAPPED_QC_SAMPLES),
             ),
             RULE_TIERS,
             config["priorities"],
         ),
         file=sys.stderr,
     )
+
+
+def sample_depth(member, genome_length):
+    """A panel member's or sample's estimated depth (a BAM path, or a sample of the cohort)."""
+    if member.endswith(".bam"):
+        return panel_power.bam_bases(member) / genome_length
+    if member in IMPORTED_BAMS:
+        return panel_power.bam_bases(IMPORTED_BAMS[member]) / genome_length
+    if member in COHORT.bam_sources:
+        bams = COHORT.bam_sources[member]
+        return sum(panel_power.bam_bases(bam) for bam in bams) / genome_length
+    lanes = COHORT.lanes[member]
+    return (
+        panel_power.fastq_bases([p for lane in lanes for p in (lane.fq1, lane.fq2)])
+        / genome_length
+    )
+
+
+def panel_warnings():
+    """Warnings about each pair's panel, printed with the plan (see genomon_smk.panel_power)."""
+    genome_length = sum(i.end - i.start for r in REGIONS for i in r.intervals) or 1
+    messages = []
+    for pair in COHORT.pairs:
+        if not pair.panel:
+            continue
+        members = COHORT.panels[pair.panel]
+        own = panel_power.own_sample_warning(
+            pair.tumor, pair.normal, pair.panel, members
+        )
+        messages += [own] if own else []
+        key = "pair_params" if pair.normal else "single_params"
+        threshold = panel_power.eb_threshold(config["mutation_util"][key])
+        if threshold <= 0:
+            continue
+        try:
+            depths = [sample_depth(member, genome_length) for member in members]
+            tumor_depth = sample_depth(pair.tumor, genome_length)
+        except (OSError, ValueError, ZeroDivisionError):
+            continue  # an estimate is not worth a refusal; the inputs were checked above
+        panel_depth = min(depths)
+        check = panel_power.PanelCheck(
+            pair.tumor,
+            pair.panel,
+            len(members),
+            panel_depth,
+            tumor_depth,
+            panel_power.best_clean_site_score(len(members), panel_depth, tumor_depth),
+            threshold,
+        )
+        message = panel_power.warning(check, f"config mutation_util.{key}")
+        messages += [message] if message else []
+    return messages
+
+
+if workflow.is_main_process:
+    for message in panel_warnings():
+        print(message, file=sys.stderr)
+
 
 TIER_MONITOR = TierMonitor(dict(TIER_PATHS))
 # Names the job work directories of this output directory apart from other runs on a tier.
@@ -359,7 +443,17 @@ def bench_path(rule_name, pattern):
 
 
 def sample_lanes(sample):
+    """A sample's lanes; a [bam_tofastq] sample's one lane is the FASTQ pair of its BAMs' reads."""
+    if sample in COHORT.bam_sources:
+        group = COHORT.read_group(sample)
+        fastqs = [converted_fastq(sample, mate) for mate in (1, 2)]
+        return [Lane(sample, *fastqs, group["PL"], group["LB"], None)]
     return COHORT.lanes[sample]
+
+
+def converted_fastq(sample, mate):
+    """Where bam_to_fastq writes a [bam_tofastq] sample's reads: beside the split's chunks."""
+    return tier_file("split_fastq", f"bam_to_fastq/{sample}/{sample}_R{mate}.fastq.gz")
 
 
 def read_group(wildcards):
@@ -424,8 +518,13 @@ def with_indexes(bams):
     ]
 
 
+def one_of(names):
+    """A wildcard constraint matching exactly these names (and nothing when there are none)."""
+    return "|".join(map(re.escape, names)) or "(?!)"
+
+
 wildcard_constraints:
-    sample="|".join(map(re.escape, SAMPLES)),
+    sample=one_of(SAMPLES),
     chunk=r"\d{4}",
     region="|".join(map(re.escape, REGION_NAMES)),
     tumor="|".join(map(re.escape, PAIRS)) or "(?!)",

@@ -15,6 +15,8 @@ rule merge_bam:
         log_path("merge_bam", "{sample}"),
     benchmark:
         bench_path("merge_bam", "{sample}")
+    wildcard_constraints:
+        sample=one_of(MAPPED_SAMPLES),
     priority: config["priorities"]["merge_bam"]
     conda:
         "../../envs/python.yaml"

@@ -108,13 +108,17 @@ rule duplication_metrics:
 
 rule multiqc:
     input:
-        stats=expand(rules.bam_stats.output.stats, sample=SAMPLES),
-        flagstat=expand(rules.bam_stats.output.flagstat, sample=SAMPLES),
-        summary=expand(rules.coverage.output.summary, sample=SAMPLES),
-        dist=expand(rules.coverage.output.dist, sample=SAMPLES),
-        duplication=expand(rules.duplication_metrics.output.metrics, sample=SAMPLES),
+        stats=expand(rules.bam_stats.output.stats, sample=QC_SAMPLES),
+        flagstat=expand(rules.bam_stats.output.flagstat, sample=QC_SAMPLES),
+        summary=expand(rules.coverage.output.summary, sample=QC_SAMPLES),
+        dist=expand(rules.coverage.output.dist, sample=QC_SAMPLES),
+        duplication=expand(
+            rules.duplication_metrics.output.metrics, sample=MAPPED_QC_SAMPLES
+        ),
         # The report is made only for BAMs that passed the integrity check.
-        integrity=expand(rules.read_pair_integrity.output.report, sample=SAMPLES),
+        integrity=expand(
+            rules.read_pair_integrity.output.report, sample=MAPPED_QC_SAMPLES
+        ),
     output:
         # MultiQC's default names (multiqc_report.html, multiqc_data), in the report's directory.
         report=report(
@@ -146,8 +150,8 @@ rule multiqc:
 
 # What `rule all` asks for: every sample's QC files (the integrity check included) and the report.
 QC_TARGETS = [
-    *expand(rules.read_pair_integrity.output.report, sample=SAMPLES),
-    *expand(rules.coverage.output.table, sample=SAMPLES),
-    *expand(rules.duplication_metrics.output.metrics, sample=SAMPLES),
+    *expand(rules.read_pair_integrity.output.report, sample=MAPPED_QC_SAMPLES),
+    *expand(rules.coverage.output.table, sample=QC_SAMPLES),
+    *expand(rules.duplication_metrics.output.metrics, sample=MAPPED_QC_SAMPLES),
     *rules.multiqc.output,
 ]

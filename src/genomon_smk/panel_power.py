@@ -1,0 +1,109 @@
+"""What a control panel can do, warned about before any job: the highest EBFilter score a panel
+gives a site it is clean at, against the `--eb_pval` threshold of `mutil filter`.
+
+EBCall fits a beta-binomial to the panel's reads at the site; with few normals, or shallow
+ones, the penalised fit of a clean site stays near its prior, and even a true somatic call of a
+deep tumor scores low: with three 20x normals about 1.0, so Genomon's default `--eb_pval 4.0`
+(tuned for about ten whole-genome normals) removes every call, silently. Depths are estimated
+cheaply (FASTQ: a sample of the first compressed bytes; BAM: its index statistics).
+"""
+
+from __future__ import annotations
+
+import gzip
+import shlex
+import zlib
+from dataclasses import dataclass
+
+import pysam
+
+from genomon_smk.ebfilter import score_counts
+
+# The site a warning is about: a clean panel, a tumor at its estimated depth, and this VAF
+# (a clonal heterozygous mutation at 50% purity).
+TYPICAL_VAF = 0.25
+DEFAULT_DEPTH = 30.0
+SAMPLE_BYTES = 1 << 16
+
+
+@dataclass(frozen=True)
+class PanelCheck:
+    tumor: str
+    panel: str
+    members: int
+    panel_depth: float
+    tumor_depth: float
+    best_score: float
+    threshold: float
+
+
+def eb_threshold(mutil_params: str) -> float:
+    """The --eb_pval of `mutil filter` options (0: the filter does not use EB)."""
+    words = shlex.split(mutil_params)
+    for index, word in enumerate(words):
+        if word == "--eb_pval" and index + 1 < len(words):
+            return float(words[index + 1])
+        if word.startswith("--eb_pval="):
+            return float(word.split("=", 1)[1])
+    return 0.0
+
+
+def fastq_bases(paths: list[str]) -> float:
+    """Estimated bases in FASTQ files (gzipped or plain), from their first SAMPLE_BYTES bytes."""
+    total = 0.0
+    for path in paths:
+        with open(path, "rb") as handle:
+            head = handle.read(SAMPLE_BYTES)
+            size = handle.seek(0, 2)
+        if head.startswith(b"\x1f\x8b"):
+            text = zlib.decompressobj(wbits=31).decompress(head)
+        else:
+            text = head
+        lines = text.split(b"\n")
+        complete = (len(lines) - 1) // 4 * 4
+        if not complete or not head:
+            continue
+        bases = sum(len(line) for line in lines[1:complete:4])
+        total += bases * size / len(head)
+    return total
+
+
+def bam_bases(path: str) -> float:
+    """Estimated mapped bases of an indexed BAM: mapped reads (index) x mean read length."""
+    with pysam.AlignmentFile(path) as bam:
+        mapped = sum(stat.mapped for stat in bam.get_index_statistics())
+        lengths = [read.query_length for _, read in zip(range(1000), bam.fetch(until_eof=True)) if read.query_length]
+    return mapped * (sum(lengths) / len(lengths) if lengths else 0.0)
+
+
+def best_clean_site_score(members: int, panel_depth: float, tumor_depth: float, vaf: float = TYPICAL_VAF) -> float:
+    """The EB score of a site no panel member has a variant read at, for a tumor at its depth and
+    the VAF (each strand half the reads): the highest score this panel gives any call there."""
+    per_strand = max(1, round(panel_depth / 2))
+    tumor_strand = max(1, round(tumor_depth / 2))
+    alt = max(1, round(tumor_strand * vaf))
+    controls = [[per_strand, 0, per_strand, 0]] * members
+    return float(score_counts([tumor_strand, alt, tumor_strand, alt], controls))
+
+
+def warning(check: PanelCheck, params_key: str) -> str | None:
+    """The plan's warning for a pair whose panel cannot reach the threshold, or None."""
+    if check.best_score >= check.threshold:
+        return None
+    return (
+        f"warning: pair {check.tumor}: panel '{check.panel}' ({check.members} member(s), ~{check.panel_depth:.0f}x) "
+        f"gives a clean site of a ~{check.tumor_depth:.0f}x tumor at VAF {TYPICAL_VAF} an EB score of at most "
+        f"{check.best_score:.2f}, below --eb_pval {check.threshold:g} ({params_key}): mutil filter would remove "
+        "every call. Use a larger or deeper panel, or a lower --eb_pval (config/README.md, 'Small panels')."
+    )
+
+
+def own_sample_warning(tumor: str, normal: str | None, panel: str, members: list[str]) -> str | None:
+    """A panel that holds the pair's own tumor or normal scores the pair's true calls down."""
+    own = [f"{role} {sample}" for role, sample in (("tumor", tumor), ("normal", normal)) if sample in members]
+    if not own:
+        return None
+    return (
+        f"warning: pair {tumor}: panel '{panel}' holds the pair's own {' and '.join(own)}: its reads of the "
+        "pair's mutations make them look like panel noise, and EBFilter removes them"
+    )

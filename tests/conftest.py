@@ -1,5 +1,6 @@
 """Shared fixtures: the .test data set and one pipeline run on it, made once per test session."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -124,6 +125,61 @@ def pipeline_run(scenario_root):
     full once per session; returns its output directory."""
     results, _ = run_scenario(scenario_root, "config")
     return results
+
+
+@pytest.fixture(scope="session")
+def pair_run(scenario_root, pipeline_run):
+    """The pair scenario (.test/config-pair: tumor/normal, no panel) on the default run's BAMs;
+    returns its output directory. The cluster and fault tests run this smaller cohort in full and
+    compare with it."""
+    results, _ = run_scenario(scenario_root, "config-pair", reuse=list(PAIR_SAMPLES))
+    return results
+
+
+PAIR_SAMPLES = ("tumor", "normal")
+
+
+def scenario_variant(root, name, directory, **overrides):
+    """The scenario `name`'s config with its output_dir in `directory` and overrides (as
+    write_config's), written to directory/config.yaml: the same cohort on another profile."""
+    config = yaml.safe_load((root / name / "config.yaml").read_text())
+    for key in ("reference", "samples", "pairs", "genomon_sample_sheet"):
+        if key in config:
+            config[key] = str((root / name / config[key]).resolve())
+    config["output_dir"] = str(directory / "results")
+    for key, value in overrides.items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def pair_targets(results):
+    """The pair's final BAMs (+ index, md5) and mutation results: every rule of the mapping and
+    mutation stages runs; QC (covered by the local run) is left out to keep cluster runs short."""
+    bams = [results / f"bam/{s}/{s}.markdup.bam{suffix}" for s in PAIR_SAMPLES for suffix in ("", ".bai", ".md5")]
+    mutation = [results / f"mutation/tumor/tumor.genomon_mutation.result{suffix}"
+                for suffix in (".txt", ".filt.txt", ".filt.vcf.gz", ".filt.vcf.gz.tbi")]
+    return [str(path) for path in bams + mutation]
+
+
+def assert_same_pair_results(results, pipeline_run, pair_run):
+    """A pair run's BAMs equal the default run's, its calls the pair scenario's, and no file is
+    left on a temporary tier (the cache holds the staged reference)."""
+    for sample in PAIR_SAMPLES:
+        name = f"bam/{sample}/{sample}.markdup.bam"
+        assert bam_records(results / name) == bam_records(pipeline_run / name), sample
+        digest = (results / f"{name}.md5").read_text().split()[0]
+        assert digest == hashlib.md5((results / name).read_bytes()).hexdigest(), sample
+    for suffix in (".txt", ".filt.txt"):
+        name = f"mutation/tumor/tumor.genomon_mutation.result{suffix}"
+        rows = result_rows(results / name)
+        assert len(rows) > 1 and rows == result_rows(pair_run / name), name
+    assert [p for p in (results / ".tiers").rglob("*") if p.is_file() and "cache" not in p.parts] == []
 
 
 @pytest.fixture(scope="session")

@@ -353,8 +353,9 @@ def test_cli_with_regions_file(biobambam_set, tmp_path):
     listing.write_text("\n".join(biobambam_set["bams"]) + "\n")
     out = tmp_path / "cli.bam.bai"
     cmd = [sys.executable, "-m", "genomon_smk.bai_merge", "--merged", str(biobambam_set["merged"]), "--out", str(out)]
-    subprocess.run(cmd + ["--regions-file", str(listing)], check=True)
+    subprocess.run(cmd + ["--regions-file", str(listing)], check=True, preexec_fn=lambda: os.umask(0o022))
     assert out.read_bytes() == biobambam_set["ours"].read_bytes()
+    assert out.stat().st_mode & 0o777 == 0o644  # readable by others, as the BAM beside it
     bad = subprocess.run(cmd + biobambam_set["bams"][:-1], capture_output=True, text=True)
     assert bad.returncode == 1 and "bai_merge: error:" in bad.stderr
 

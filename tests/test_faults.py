@@ -9,7 +9,6 @@ nothing but this test's run.
 """
 
 import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -21,23 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, SNAKEMAKE, write_config
+from conftest import REPO, SNAKEMAKE, assert_same_pair_results, pair_targets, scenario_variant, write_config
 
 pytestmark = pytest.mark.workflow
 
 SNAKEFILE = REPO / "workflow" / "Snakefile"
 PROFILE = REPO / "profiles" / "local"
-
-
-def bam_records(path: Path) -> list[str]:
-    """The BAM's records and its header without @PG lines (they name commands and paths)."""
-    text = subprocess.run(["samtools", "view", "-h", str(path)], capture_output=True, text=True, check=True).stdout
-    return [line for line in text.splitlines() if not line.startswith("@PG")]
-
-
-def result_rows(path: Path) -> list[str]:
-    """A mutation result without Genomon's `#` meta lines (they name dates and paths)."""
-    return [line for line in path.read_text().splitlines() if not line.startswith("#")]
 
 
 def snakemake_command(config: Path, *args: str) -> list[str]:
@@ -99,21 +87,11 @@ def running_jobs_marked_incomplete(directory: Path) -> list[Path]:
     return [p for p in incomplete.rglob("*") if p.is_file()] if incomplete.is_dir() else []
 
 
-SAMPLES = ("tumor", "normal", "pon1", "pon2", "pon3")
-
-
-def compared_targets(results: Path) -> list[str]:
-    """The final BAMs and mutation results (QC, not compared here, would only add run time)."""
-    bams = [f"bam/{s}/{s}.markdup.bam{suffix}" for s in SAMPLES for suffix in ("", ".bai", ".md5")]
-    mutations = [f"mutation/tumor/tumor.genomon_mutation.result{suffix}" for suffix in (".txt", ".filt.txt")]
-    return [str(results / name) for name in bams + mutations]
-
-
-def test_run_killed_during_map_and_during_markdup_resumes_to_the_same_results(testdata, pipeline_run, tmp_path,
-                                                                             no_slurm_probe):
-    config = write_config(tmp_path, testdata)
+def test_run_killed_during_map_and_during_markdup_resumes_to_the_same_results(scenario_root, pipeline_run, pair_run,
+                                                                             tmp_path, no_slurm_probe):
+    config = scenario_variant(scenario_root, "config-pair", tmp_path)
     results = tmp_path / "results"
-    targets = compared_targets(results)
+    targets = pair_targets(results)
     env = no_slurm_probe
     for attempt, rule in enumerate(("map_reads", "markdup")):
         if attempt:  # the README's restart after a kill: unlock, then the same command
@@ -135,17 +113,8 @@ def test_run_killed_during_map_and_during_markdup_resumes_to_the_same_results(te
     resumed = run_in(tmp_path, config, *targets, env=env)
     assert resumed.returncode == 0, resumed.stderr[-5000:]
 
-    for sample in SAMPLES:
-        name = f"bam/{sample}/{sample}.markdup.bam"
-        assert bam_records(results / name) == bam_records(pipeline_run / name), sample
-        digest, _ = (results / f"{name}.md5").read_text().split()
-        assert digest == hashlib.md5((results / name).read_bytes()).hexdigest(), sample
-    for suffix in (".txt", ".filt.txt"):
-        name = f"mutation/tumor/tumor.genomon_mutation.result{suffix}"
-        rows = result_rows(results / name)
-        assert len(rows) > 1 and rows == result_rows(pipeline_run / name)
     # The interrupted jobs' partial outputs were removed and rerun; every temp() file is gone.
-    assert [p for p in (results / ".tiers" / "shared_tmp").rglob("*") if p.is_file()] == []
+    assert_same_pair_results(results, pipeline_run, pair_run)
     assert running_jobs_marked_incomplete(tmp_path) == []
 
 

@@ -7,13 +7,12 @@ import os
 import shlex
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from genomon_smk.path_limits import path_problems
 
-from conftest import REPO, SNAKEMAKE, write_config
+from conftest import PAIR_SAMPLES, REPO, SNAKEMAKE, write_config
 
 # --- paths a tool cannot take: refused at plan time, naming the config key
 
@@ -135,9 +134,16 @@ def isolated_run(tmp_path_factory, testdata, no_slurm_probe):
     shared_tmp = base / "scratch space" / "shared tmp"
     inputs = base / "input data"  # the reference, FASTQs and sheets, in a directory with a space
     shutil.copytree(testdata, inputs)
+    # The pair (tumor/normal, no panel): every rule runs, on fewer samples.
+    rows = (inputs / "samples.tsv").read_text().splitlines(True)
+    (inputs / "pair samples.tsv").write_text("".join(rows[:1] + [r for r in rows[1:] if r.split("\t")[0] in PAIR_SAMPLES]))
+    (inputs / "pair.tsv").write_text("tumor\tnormal\tpanel\ntumor\tnormal\t\n")
     config = write_config(
         base / "config dir",
         inputs,
+        samples=str(inputs / "pair samples.tsv"),
+        pairs=str(inputs / "pair.tsv"),
+        control_panels={},
         output_dir=str(output_dir),
         # node_local is expanded by each job's shell, as $TMPDIR or $PJM_LOCALTMP on a cluster.
         storage={"paths": {"shared_tmp": str(shared_tmp), "node_local": "$GENOMON_LOCAL_DISK/node local"}},
@@ -206,7 +212,7 @@ def test_nothing_is_written_outside_output_dir_tiers_and_dot_snakemake(isolated_
 
 def test_the_run_with_spaces_in_every_path_made_every_result(isolated_run):
     output_dir = isolated_run["output_dir"]
-    for sample in ("tumor", "normal", "pon1"):
+    for sample in PAIR_SAMPLES:
         bam = output_dir / "bam" / sample / f"{sample}.markdup.bam"
         assert bam.stat().st_size > 0 and (output_dir / "bam" / sample / f"{sample}.markdup.bam.bai").exists()
         metrics = (output_dir / "qc" / sample / f"{sample}.markdup_metrics.txt").read_text()
@@ -228,5 +234,5 @@ def test_every_work_dir_job_used_its_temp_tier(isolated_run):
     for line in tsv.read_text().splitlines()[1:]:
         rule, tier, jobs, _largest, _total = line.split("\t")
         rows[rule] = (tier, int(jobs))
-    assert rows["merge_bam"] == ("node_local", 5)
+    assert rows["merge_bam"] == ("node_local", len(PAIR_SAMPLES))
     assert {"map_reads", "markdup", "merge_bam"} <= set(rows)

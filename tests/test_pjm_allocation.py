@@ -1,4 +1,4 @@
-"""The .test pipeline through profiles/pjm-allocation on the PJM emulator (.test/pjm): ONE PJM job
+"""The pair scenario through profiles/pjm-allocation on the PJM emulator (.test/pjm): ONE PJM job
 of two nodes, written and submitted by profiles/pjm-allocation/submit, runs Snakemake, which
 starts every rule job on a slot of that job with `mpiexec --vcoordfile FILE -n 1`. shared_tmp
 is the job's $PJM_SHAREDTMP, the reference is llio_transfer'd once at the start of the run and
@@ -16,9 +16,9 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import REPO, bam_records, result_rows, write_config
+from conftest import REPO, assert_same_pair_results, pair_targets, scenario_variant
 from genomon_smk.reference import reference_files
-from test_pjm_workflow import SAMPLES, final_targets, finished_jobs, pjm_env  # noqa: F401 (pjm_env: fixture)
+from test_pjm_workflow import finished_jobs, pjm_env  # noqa: F401 (pjm_env: fixture)
 
 pytestmark = [pytest.mark.pjm, pytest.mark.workflow, pytest.mark.timeout(900)]
 
@@ -42,10 +42,11 @@ def rule_of(jobscript):
     return os.path.basename(jobscript).split(".")[1]
 
 
-def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, pipeline_run, tmp_path, monkeypatch):
+def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scenario_root, pipeline_run, pair_run,
+                                                         tmp_path, monkeypatch):
     monkeypatch.setenv("FAKEPJM_KEEP_TMP", "1")  # keep the job's LLIO areas, to look into them afterwards
     monkeypatch.setenv("GENOMON_SMK_SLOTS_PER_NODE", str(SLOTS_PER_NODE))
-    config = write_config(tmp_path, testdata, map={"threads": 1}, markdup={"threads": 1})
+    config = scenario_variant(scenario_root, "config-pair", tmp_path, map={"threads": 1}, markdup={"threads": 1})
     results = tmp_path / "results"
     log = tmp_path / "allocation.out"
     started = time.monotonic()
@@ -53,7 +54,7 @@ def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, pipe
         ["bash", "profiles/pjm-allocation/submit", "-L", f"node={NODES},elapse=14:00",
          "--llio", "sharedtmp-size=1Gi,localtmp-size=512Mi", "-o", str(log),
          "--", "--configfile", str(config), "--seconds-between-status-checks", "1", "--latency-wait", "2",
-         "--", *final_targets(results)],
+         "--", *pair_targets(results)],
         cwd=REPO, capture_output=True, text=True,
     )
     assert submitted.returncode == 0, submitted.stderr
@@ -79,14 +80,8 @@ def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, pipe
     assert {e["ranks"][0]["node"] for e in starts} == set(range(NODES))
     assert {e["status"] for e in events if e["event"] == "end"} == {0}
     launched = Counter(rule_of(e["command"][0]) for e in starts)
-    assert (launched["map_reads"], launched["markdup"], launched["identify_mutations"]) == (20, 30, 5)
-
-    for sample in SAMPLES:
-        name = f"bam/{sample}/{sample}.markdup.bam"
-        assert bam_records(results / name) == bam_records(pipeline_run / name), sample
-    for suffix in (".txt", ".filt.txt"):
-        name = f"mutation/tumor/tumor.genomon_mutation.result{suffix}"
-        assert result_rows(results / name) == result_rows(pipeline_run / name)
+    assert (launched["map_reads"], launched["markdup"], launched["identify_mutations"]) == (8, 12, 5)
+    assert_same_pair_results(results, pipeline_run, pair_run)
 
     # The reference: every file llio_transfer'd once, by this job, before the first rule job
     # started, and purged once after the last one ended.
@@ -126,8 +121,8 @@ def test_submit_refuses_a_job_without_shared_temporary_storage_or_config(tmp_pat
 
 def test_step_adapters_place_report_and_cancel_rule_jobs(pjm_env, tmp_path):
     """mpiexec-step inside a PJM job of one node with two slots: two jobscripts run at once on
-    the two slots, a failing one is reported with its node and exit code, a third waits for a free
-    slot, and mpiexec-step-cancel stops a running one. The first two hold their slots until the
+    the two slots, a failing one is reported with its node and exit code, a third submitted while
+    both are held waits for a free slot, and mpiexec-step-cancel stops a running one. The first two hold their slots until the
     job script releases them, so the order is enforced, not timed (a loaded machine may take
     seconds to start a step)."""
     adapters = REPO / "profiles" / "pjm-allocation"
@@ -142,9 +137,11 @@ set -u
 export GENOMON_SMK_SLOTS_PER_NODE=2 GENOMON_SMK_SLOT_DIR="$PWD/slots"
 wait_for() {{ until [ -e "$1" ]; do sleep 0.1; done; }}
 status() {{ {adapters}/mpiexec-step-status "$1" 2>>status.err; }}
-ok=$({adapters}/mpiexec-step ok.sh) fail=$({adapters}/mpiexec-step fail.sh) third=$({adapters}/mpiexec-step third.sh)
-echo "running: $(status "$ok") $(status "$third")" >>report
+ok=$({adapters}/mpiexec-step ok.sh) fail=$({adapters}/mpiexec-step fail.sh)
+# The steps race for slots: the third is submitted once the first two hold theirs.
 wait_for ok.sh.started; wait_for fail.sh.started
+third=$({adapters}/mpiexec-step third.sh)
+echo "running: $(status "$ok") $(status "$third")" >>report
 sleep 1
 [ -e third.ran ] && echo "third ran while both slots were held" >>report
 touch release

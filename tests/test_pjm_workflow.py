@@ -1,4 +1,4 @@
-"""The .test pipeline through profiles/pjm (one PJM job per rule job) on the PJM emulator
+"""The pair scenario through profiles/pjm (one PJM job per rule job) on the PJM emulator
 (.test/pjm) gives the local run's results, with the reference llio_transfer'd by every job that
 reads it; a job killed by its elapse limit and a job removed with pjdel are reported failed with
 their PJM codes, and a rerun completes.
@@ -18,13 +18,13 @@ from collections import defaultdict
 import pytest
 import yaml
 
-from conftest import REPO, SNAKEMAKE_MODULE, bam_records, finish_interruptible, result_rows, write_config
+from conftest import (REPO, SNAKEMAKE_MODULE, assert_same_pair_results, finish_interruptible, pair_targets,
+                      scenario_variant)
 from genomon_smk.reference import reference_files
 
 pytestmark = [pytest.mark.pjm, pytest.mark.workflow, pytest.mark.timeout(900)]
 
 PJM_BIN = REPO / ".test" / "pjm" / "bin"
-SAMPLES = ("tumor", "normal", "pon1", "pon2", "pon3")
 # The emulator runs jobs on this machine (2 cores): three slots, as two of them only sleep in
 # the first run; status polled every second.
 TEST_MACHINE = ["--jobs", "6", "--seconds-between-status-checks", "1", "--latency-wait", "5"]
@@ -42,15 +42,6 @@ def start_snakemake_from_repo(args, log_path):
 def run_snakemake_from_repo(args, log_path, timeout):
     """Run Snakemake from the repository root to the end; (exit code, output)."""
     return finish_interruptible(start_snakemake_from_repo(args, log_path), log_path, timeout)
-
-
-def final_targets(results):
-    """The final BAMs (+ index, md5) and the pair's mutation results: every rule of the mapping and
-    mutation stages runs, the QC reports (not compared here) are left out to keep the run short."""
-    bams = [results / f"bam/{s}/{s}.markdup.bam{suffix}" for s in SAMPLES for suffix in ("", ".bai", ".md5")]
-    mutation = [results / f"mutation/tumor/tumor.genomon_mutation.result{suffix}"
-                for suffix in (".txt", ".filt.txt", ".filt.vcf.gz", ".filt.vcf.gz.tbi")]
-    return [str(path) for path in bams + mutation]
 
 
 def finished_jobs(env):
@@ -91,9 +82,10 @@ def wait_for_file(path, proc, timeout):
     return path.read_text().strip() if path.exists() else None
 
 
-def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env, testdata, pipeline_run, tmp_path,
+def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env, testdata, scenario_root,
+                                                                          pipeline_run, pair_run, tmp_path,
                                                                           monkeypatch):
-    config = write_config(tmp_path, testdata, map={"threads": 1}, markdup={"threads": 1})
+    config = scenario_variant(scenario_root, "config-pair", tmp_path, map={"threads": 1}, markdup={"threads": 1})
     results = tmp_path / "results"
     command = ["--profile", "profiles/pjm", "--configfile", "profiles/pjm/storage.yaml", str(config),
                *TEST_MACHINE]
@@ -115,7 +107,7 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
         patch.setenv("PATH", f"{slow}:{os.environ['PATH']}")
         proc = start_snakemake_from_repo(
             [*command, "--retries", "0", "--keep-going", "--set-resources", "map_reads:runtime=1", "--",
-             *final_targets(results)], tmp_path / "killed.out")
+             *pair_targets(results)], tmp_path / "killed.out")
     removed = wait_for_file(slow / "normal.job", proc, timeout=300)
     assert removed, (tmp_path / "killed.out").read_text()[-3000:]
     subprocess.run(["pjdel", removed], check=True, capture_output=True)
@@ -131,19 +123,16 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
         errors = [block for block in output.split("Error in rule ")[1:] if f"external_jobid: {job}\n" in block]
         assert len(errors) == 1 and errors[0].startswith("map_reads:") and chunk_log in errors[0], job
     assert not (results / "mutation").exists()
-    assert (results / "bam" / "pon1" / "pon1.markdup.bam").exists()  # --keep-going went on
+    # --keep-going went on: the other map jobs of both samples ran.
+    map_logs = results / "logs" / "map_reads"
+    assert sorted(str(p.relative_to(map_logs)) for p in map_logs.rglob("*.log")) == [
+        f"{sample}/000{chunk}.log" for sample in ("normal", "tumor") for chunk in range(4)]
     assert (tmp_path / "pjm-logs" / f"smk-map_reads.{killed[0]}.out").exists()  # PJM's own job output
 
     # 2. The rerun (normal limits, killed jobs' partial outputs gone) completes the pipeline.
-    rc, output = run_snakemake_from_repo([*command, "--", *final_targets(results)], tmp_path / "rerun.out", timeout=500)
+    rc, output = run_snakemake_from_repo([*command, "--", *pair_targets(results)], tmp_path / "rerun.out", timeout=500)
     assert rc == 0, output[-5000:]
-    for sample in SAMPLES:
-        name = f"bam/{sample}/{sample}.markdup.bam"
-        assert bam_records(results / name) == bam_records(pipeline_run / name), sample
-        assert (results / f"{name}.md5").read_text() != ""
-    for suffix in (".txt", ".filt.txt"):
-        name = f"mutation/tumor/tumor.genomon_mutation.result{suffix}"
-        assert result_rows(results / name) == result_rows(pipeline_run / name)
+    assert_same_pair_results(results, pipeline_run, pair_run)
 
     # Every job of both runs ran under PJM; every job that reads the reference llio_transfer'd
     # each reference file in that job (and nothing was copied to a cache directory).

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from genomon_smk.samplesheet import InputError, load_cohort
+from genomon_smk.samplesheet import InputError, imported_name_warnings, load_cohort
 
 SCHEMAS = str(Path(__file__).resolve().parents[1] / "workflow" / "schemas")
 
@@ -134,3 +134,108 @@ def test_genomon_sheet_sections_bam_import_tofastq_qc_and_sv_detection(fastqs, t
     message = str(refused.value)
     assert "sample 'x' is defined twice in [bam_import]" in message
     assert "'None' means 'no sample'" in message and "[qc] names unknown sample 'ghost'" in message
+
+
+def indexed_bam(path, contigs=(("chr1", 1000),), read_group_samples=()):
+    """A header-only BAM and its index: enough for every check made at plan time."""
+    import pysam
+
+    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": name, "LN": length} for name, length in contigs]}
+    if read_group_samples:
+        header["RG"] = [{"ID": f"rg{i}", "SM": name} for i, name in enumerate(read_group_samples)]
+    with pysam.AlignmentFile(str(path), "wb", header=header):
+        pass
+    pysam.index(str(path))
+    return path
+
+
+def test_samples_table_may_give_an_imported_bam_instead_of_fastq(fastqs):
+    indexed_bam(fastqs / "n.bam")
+    samples = "sample\tfq1\tfq2\tbam\ntumor\tt1_R1.fq.gz\tt1_R2.fq.gz\t\nnormal\t\t\tn.bam\npon1\tp1_R1.fq.gz\tp1_R2.fq.gz\t\n"
+    (fastqs / "fai").write_text("chr1\t1000\t6\t60\t61\n")
+    cohort = load_cohort(SCHEMAS, control_panels={"panel1": ["pon1"]}, reference_fai=str(fastqs / "fai"),
+                         **tables(fastqs, samples))
+    assert cohort.samples == ["tumor", "pon1", "normal"] and cohort.mapped_samples == ["tumor", "pon1"]
+    assert cohort.imported == {"normal": str(fastqs / "n.bam")} and cohort.pairs[0].normal == "normal"
+    # A table of imported BAMs only needs no FASTQ columns.
+    cohort = load_cohort(SCHEMAS, **tables(fastqs, "sample\tbam\nnormal\tn.bam\n", "tumor\tnormal\tpanel\n"))
+    assert cohort.imported == {"normal": str(fastqs / "n.bam")} and not cohort.lanes
+
+
+BAM_TABLE = "sample\tfq1\tfq2\tbam\ntumor\tt1_R1.fq.gz\tt1_R2.fq.gz\t\nnormal\t\t\tn.bam\n"
+
+
+@pytest.mark.parametrize(
+    "samples, message",
+    [
+        (BAM_TABLE.replace("\t\t\tn.bam", "\tn1_R1.fq.gz\tn1_R2.fq.gz\tn.bam"),
+         r"samples.tsv:3: field 'bam': a row gives fq1 and fq2 \(a lane to map\) or bam"),
+        (BAM_TABLE + "normal\t\t\tn.bam\n", r"samples.tsv:4: field 'sample': 'normal' already has a row at .*samples.tsv:3"),
+        (BAM_TABLE + "normal\tn1_R1.fq.gz\tn1_R2.fq.gz\t\n", r"samples.tsv:4: field 'sample': 'normal' is imported as a BAM at .*samples.tsv:3"),
+        (BAM_TABLE + "tumor\t\t\tn.bam\n", r"samples.tsv:4: field 'sample': 'tumor' already has a row at .*samples.tsv:2"),
+        (BAM_TABLE + "pon1\tp1_R1.fq.gz\t\t\n", r"samples.tsv:4: field 'fq2': required \(a lane has fq1 and fq2; an imported sample has bam instead\)"),
+        (BAM_TABLE.replace("n.bam", "nothere.bam"), r"samples.tsv:3: field 'bam': BAM not found: .*nothere.bam"),
+        (BAM_TABLE.replace("n.bam", "noindex.bam"), r"samples.tsv:3: field 'bam': BAM has no index .*samtools index"),
+        (BAM_TABLE.replace("n.bam", "other.bam"), r"samples.tsv:3: field 'bam': BAM .*other.bam was mapped to another reference"),
+        (BAM_TABLE.replace("normal\t", "None\t"), r"samples.tsv:3: field 'sample': 'None' means 'no sample'"),
+        ("sample\tlibrary\nnormal\tx\n", r"samples.tsv:1: missing column\(s\): fq1, fq2 \(header is: sample, library\); or give bam instead"),
+        ("sample fq1 fq2\nnormal a b\n", r"samples.tsv:1: missing column\(s\): sample, fq1, fq2 .*; columns are separated by tabs, not spaces"),
+    ],
+)
+def test_bad_bam_rows_are_refused_naming_file_line_and_field(fastqs, samples, message):
+    indexed_bam(fastqs / "n.bam")
+    indexed_bam(fastqs / "other.bam", (("chr1", 2000),))
+    indexed_bam(fastqs / "noindex.bam")
+    (fastqs / "noindex.bam.bai").unlink()
+    (fastqs / "fai").write_text("chr1\t1000\t6\t60\t61\n")
+    with pytest.raises(InputError, match=message):
+        load_cohort(SCHEMAS, reference_fai=str(fastqs / "fai"), **tables(fastqs, samples, "tumor\tnormal\tpanel\n"))
+
+
+def test_an_imported_bam_indexed_as_prefix_bai_is_accepted(fastqs):
+    indexed_bam(fastqs / "n.bam")
+    (fastqs / "n.bam.bai").rename(fastqs / "n.bai")
+    cohort = load_cohort(SCHEMAS, **tables(fastqs, "sample\tbam\nnormal\tn.bam\n", "tumor\tnormal\tpanel\n"))
+    assert cohort.imported == {"normal": str(fastqs / "n.bam")}
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[bam_tofastq]\nc,x.bam;gone.bam\n", r"genomon.csv:2: field 'bam': BAM not found or not readable: .*gone.bam"),
+        ("[bam_tofastq]\nc,x.bam;x.bam\n", r"genomon.csv:2: field 'bam': a BAM is named twice"),
+        ("[bam_tofastq]\nc,x.bam,extra\n", r"genomon.csv:2: \[bam_tofastq\] rows have 2 cells \(sample, BAM\), found 3"),
+        ("[bam_import]\n\nc,other.bam\n", r"genomon.csv:3: field 'bam': BAM .*other.bam was mapped to another reference"),
+        ("[bam_import]\nc,x.bam\n[bam_tofastq]\nc,x.bam\n", r"genomon.csv:4: sample 'c' is defined twice in \[bam_tofastq\] \(first at .*genomon.csv:2\)"),
+        ("[bam_import]\nc,x.bam\nd,x.bam\n[sv_detection]\nc,d\nc,None\n", r"genomon.csv:6: tumor 'c' already has a row at .*genomon.csv:5"),
+        ("[bam_import]\nc,x.bam\n[sv_detection]\nc,ghost,None\n", r"genomon.csv:4: field 'normal': unknown sample 'ghost'"),
+        ("[bam_import]\nc,x.bam\n[qc]\nc\nghost\n", r"genomon.csv:5: \[qc\] names unknown sample 'ghost'"),
+        ("[fastq]\nt,t1_R1.fq.gz,empty.fq.gz\n", r"genomon.csv:2: field 'fq2': holds no reads: .*empty.fq.gz"),
+        ("[fastq]\nt,t1_R1.fq.gz;empty.fq.gz,t1_R2.fq.gz;t2_R2.fq.gz\n", r"genomon.csv:2: field 'fq1': holds no reads: .*empty.fq.gz"),
+    ],
+)
+def test_genomon_sheet_bam_sections_and_lanes_are_checked_naming_the_line(fastqs, text, message):
+    indexed_bam(fastqs / "x.bam")
+    indexed_bam(fastqs / "other.bam", (("chr1", 2000),))
+    (fastqs / "empty.fq.gz").write_bytes(gzip.compress(b""))  # gzip of nothing: no reads either
+    (fastqs / "fai").write_text("chr1\t1000\t6\t60\t61\n")
+    sheet = fastqs / "genomon.csv"
+    sheet.write_text(text)
+    with pytest.raises(InputError, match=message):
+        load_cohort(SCHEMAS, genomon_sample_sheet=str(sheet), reference_fai=str(fastqs / "fai"))
+
+
+def test_a_sample_named_twice_in_qc_gets_its_qc_once(fastqs):
+    sheet = fastqs / "genomon.csv"
+    sheet.write_text("[fastq]\nt,t1_R1.fq.gz,t1_R2.fq.gz\nn,n1_R1.fq.gz,n1_R2.fq.gz\n[qc]\nn\nt\n[summary]\nn\n")
+    assert load_cohort(SCHEMAS, genomon_sample_sheet=str(sheet)).qc_samples == ["n", "t"]
+
+
+def test_an_imported_bam_of_another_sample_name_is_warned_about(fastqs):
+    indexed_bam(fastqs / "n.bam", read_group_samples=["BLOOD_A"])
+    indexed_bam(fastqs / "t.bam", read_group_samples=["tumor"])
+    cohort = load_cohort(SCHEMAS, **tables(fastqs, "sample\tbam\nnormal\tn.bam\ntumor\tt.bam\n",
+                                           "tumor\tnormal\tpanel\ntumor\tnormal\t\n"))
+    warnings = imported_name_warnings(cohort)
+    assert len(warnings) == 1 and "samples.tsv:2:" in warnings[0] and "'normal'" in warnings[0], warnings
+    assert "'BLOOD_A'" in warnings[0]

@@ -51,9 +51,9 @@ def test_every_scenario_directory_is_run_by_a_test():
     assert set(SCENARIO_DIRS) == tested
 
 
-def test_pair_without_panel(scenario_root, pipeline_run, testdata):
+def test_pair_without_panel(pair_run, testdata):
     """Pattern 2: tumor/normal without a panel: no EBFilter column, and the panel artifacts stay."""
-    results, _ = run_scenario(scenario_root, "config-pair", reuse=["tumor", "normal"])
+    results = pair_run
     header, rows = result_rows(result(results, "tumor", ".txt"))
     assert "depth_normal" in header and EB_COLUMN not in header
     assert clonal_snvs(testdata) <= called(rows)
@@ -138,7 +138,7 @@ def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_ru
     # [bam_import]: the normal's BAM is linked, not mapped; [bam_tofastq]: pon3 is mapped again.
     normal = results / "bam" / "normal" / "normal.markdup.bam"
     assert normal.is_symlink() and normal.resolve() == (pipeline_run / "bam" / "normal" / "normal.markdup.bam").resolve()
-    assert ran_jobs(results, "import_bam") == ["normal"] and ran_jobs(results, "bam_to_fastq") == ["pon3"]
+    assert ran_jobs(results, "import_bam") == ["normal"] and ran_jobs(results, "bam_to_fastq/pon3") == ["bam1"]
     assert ran_jobs(results, "merge_bam") == ["pon3"]
     with pysam.AlignmentFile(str(results / "bam" / "pon3" / "pon3.markdup.bam")) as bam:
         read1 = sum(1 for r in bam.fetch(until_eof=True) if r.is_read1 and not (r.is_secondary or r.is_supplementary))

@@ -1,10 +1,9 @@
 """Tests against a real single-node Slurm on localhost, started by `.test/slurm/start-slurm`.
 
 What is proven here, on Debian's Slurm 22.05 without accounting (see `.test/slurm/README.md`):
-a plain `sbatch` job runs; Snakemake's `--executor slurm` (plugin 2.8.0) runs a 2-layer workflow from a
-Snakemake 9 profile (`config.v8+.yaml`) and reports a failing rule with its SLURM status; and the
-in-allocation mode (one `sbatch` allocation running `snakemake --executor slurm-jobstep`) turns every rule
-job into an `srun` step of that allocation.
+a plain `sbatch` job runs with a TMPDIR; Snakemake's `--executor slurm` (plugin 2.8.0) reports a
+failing rule with its SLURM status and cancels its jobs on SIGINT; start-slurm is idempotent. The
+profiles themselves run the pipeline in tests/test_slurm_workflow.py.
 
 Snakemake is always started with SIGINT restored to its default: a process started in the background by a
 non-interactive shell inherits SIGINT as *ignored*, and SIGINT is the only signal that makes a waiting
@@ -26,41 +25,10 @@ from pathlib import Path
 import pytest
 
 from conftest import START_SLURM, finish_interruptible, run_interruptible, start_interruptible
-from conftest import SNAKEMAKE_MODULE as SNAKEMAKE
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 
 REPO = Path(__file__).resolve().parents[1]
-
-# Flags for the slurm executor without Slurm accounting: sacct fails there, and the plugin's default
-# (sacct) would then wait for ever; squeue works because MinJobAge=600 keeps finished jobs visible.
-SLURM_PROFILE_YAML = """\
-executor: slurm
-jobs: 2
-latency-wait: 5
-slurm-status-command: squeue
-slurm-init-seconds-before-status-checks: 2
-default-resources:
-  - slurm_partition=debug
-  - mem_mb=500
-  - runtime=10
-"""
-
-# Three rules in two layers: two `make` jobs, then `merge`. Each output records where it ran.
-TWO_LAYER_SNAKEFILE = """\
-rule all:
-    input: "b/merged.txt"
-
-rule make:
-    output: "a/{x}.txt"
-    shell: "echo {wildcards.x} job=${{SLURM_JOB_ID:-none}} step=${{SLURM_STEP_ID:-none}} > {output}"
-
-rule merge:
-    input: expand("a/{x}.txt", x=["x", "y"])
-    output: "b/merged.txt"
-    shell: "cat {input} > {output}; echo merge job=${{SLURM_JOB_ID:-none}} step=${{SLURM_STEP_ID:-none}} >> {output}"
-"""
-
 
 FINAL_JOB_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
                     "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
@@ -116,28 +84,6 @@ def test_sbatch_wrap_runs_on_this_node_with_tmpdir(slurm, tmp_path):
     assert fields["slurm_tmpdir"] == ""
 
 
-def test_executor_slurm_runs_two_layer_workflow_from_profile(slurm, tmp_path):
-    """`snakemake --profile` with the slurm executor: each rule job is its own Slurm job."""
-    (tmp_path / "Snakefile").write_text(TWO_LAYER_SNAKEFILE)
-    profile = tmp_path / "profile"
-    profile.mkdir()
-    (profile / "config.v8+.yaml").write_text(SLURM_PROFILE_YAML)
-
-    rc, out = run_interruptible(["--profile", str(profile)], cwd=tmp_path, timeout=120)
-
-    assert rc == 0, out[-4000:]
-    x_fields = parse_job_fields((tmp_path / "a/x.txt").read_text())
-    y_fields = parse_job_fields((tmp_path / "a/y.txt").read_text())
-    merged = (tmp_path / "b/merged.txt").read_text().splitlines()
-    merge_fields = parse_job_fields(merged[-1])
-    job_ids = {x_fields["job"], y_fields["job"], merge_fields["job"]}
-    assert "none" not in job_ids and len(job_ids) == 3, merged
-    assert merged[:2] == [(tmp_path / "a/x.txt").read_text().strip(), (tmp_path / "a/y.txt").read_text().strip()]
-    submitted = set(re.findall(r"submitted with SLURM jobid (\d+)", out))
-    assert submitted == job_ids
-    assert {job_state(job_id) for job_id in submitted} == {"COMPLETED"}
-
-
 def test_failing_rule_reports_slurm_status(slurm, tmp_path):
     """A rule exiting 3 fails the run and Snakemake names the SLURM job and its FAILED state.
 
@@ -172,32 +118,6 @@ def test_failing_rule_reports_slurm_status(slurm, tmp_path):
     # the rule's own stderr is kept in the per-job Slurm log
     logs = list((tmp_path / ".snakemake/slurm_logs/rule_boom").glob(f"{job_id}.log"))
     assert logs and "boom-stderr" in logs[0].read_text()
-
-
-def test_in_allocation_jobstep_mode_runs_rules_as_srun_steps(slurm, tmp_path):
-    """One allocation (sbatch -N1 -c 2) runs Snakemake with the slurm-jobstep executor: rule jobs are steps.
-
-    (As top-level executor slurm-jobstep runs the steps one after another; see .test/slurm/README.md.)
-    """
-    (tmp_path / "Snakefile").write_text(TWO_LAYER_SNAKEFILE)
-    snakemake_cmd = " ".join(SNAKEMAKE + ["--executor", "slurm-jobstep", "--jobs", "2", "--latency-wait", "5"])
-    (tmp_path / "inalloc.sbatch").write_text(textwrap.dedent(f"""\
-        #!/bin/bash
-        #SBATCH --job-name=smk-inalloc
-        #SBATCH --nodes=1
-        #SBATCH --cpus-per-task=2
-        #SBATCH --output=inalloc.log
-        set -euo pipefail
-        exec {snakemake_cmd}
-        """))
-    job_id, state = sbatch_and_wait(["inalloc.sbatch"], cwd=tmp_path, timeout=120)
-
-    log = (tmp_path / "inalloc.log").read_text()
-    assert state == "COMPLETED", log[-4000:]
-    rows = [parse_job_fields(line) for line in (tmp_path / "b/merged.txt").read_text().splitlines()]
-    assert [row["job"] for row in rows] == [str(job_id)] * 3  # all inside the one allocation
-    steps = [row["step"] for row in rows]
-    assert all(step.isdigit() for step in steps) and len(set(steps)) == 3, steps  # each its own srun step
 
 
 def test_start_slurm_rerun_keeps_running_daemons(slurm):

@@ -20,6 +20,7 @@ from genomon_smk.stageplan import (
 )
 
 TIERS = {
+    "bam_to_fastq": {"output": "shared_tmp", "temp": "shared_tmp"},
     "split_fastq": {"output": "shared_tmp"},
     "map": {"output": "shared_tmp", "temp": "node_local"},
     "markdup": {"output": "shared_tmp", "temp": "shared_tmp"},
@@ -38,6 +39,18 @@ def test_counts_scale_with_what_each_rule_has_a_job_per():
     # Per-sample and per-pair rules grow 100-fold, run-wide ones not at all.
     for rule in small:
         assert large[rule] in (small[rule], 100 * small[rule]), rule
+
+
+def test_qc_follows_the_qc_selection_and_import_skips_the_mapping():
+    shape = CohortShape(samples=2, pairs=1, chunks=4, regions=5, mutation_regions=4, imported=1, converted=3,
+                        qc_samples=2, mapped_qc_samples=1)
+    counts = rule_jobs(shape)
+    assert (counts["bam_to_fastq"], counts["import_bam"], counts["split_fastq"], counts["merge_bam"]) == (3, 1, 2, 2)
+    assert (counts["bam_stats"], counts["coverage"], counts["read_pair_integrity"], counts["multiqc"]) == (2, 2, 1, 1)
+    # Without a [qc] section every sample, imported ones included; an empty one: no QC at all.
+    assert rule_jobs(CohortShape(2, 1, 4, 5, 4, imported=1))["coverage"] == 3
+    no_qc = rule_jobs(CohortShape(2, 1, 4, 5, 4, qc_samples=0, mapped_qc_samples=0))
+    assert not {"bam_stats", "coverage", "multiqc", "read_pair_integrity"} & set(no_qc)
 
 
 def test_stages_partition_the_rules_and_sum_to_the_total():
@@ -122,3 +135,46 @@ def test_stagger_delays_follow_the_pair_order_and_a_samples_first_pair():
     pairs = [("t1", "n1"), ("t2", "n2"), ("t3", "n1"), ("t4", None)]
     assert stagger_delays(pairs, 5) == {"t2": 300, "n2": 300, "t3": 600, "t4": 900}
     assert stagger_delays(pairs, 0) == {}
+
+
+def header_only_bam(path, fai):
+    """An indexed BAM without reads whose header is the reference's: enough for a dry run."""
+    import pysam
+
+    contigs = [line.split("\t")[:2] for line in fai.read_text().splitlines()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": name, "LN": int(length)} for name, length in contigs]}
+    with pysam.AlignmentFile(str(path), "wb", header=header):
+        pass
+    pysam.index(str(path))
+
+
+@pytest.mark.workflow
+def test_stage_plan_counts_imported_and_converted_samples_as_snakemake_does(tmp_path, testdata):
+    """The Genomon-sheet scenario (.test/config-genomon-sheet: [bam_import], [bam_tofastq], [qc],
+    [sv_detection] ...), its BAMs stood in for by header-only ones and pon3 given as two BAMs."""
+    import shutil
+
+    from conftest import REPO
+
+    (tmp_path / "data").symlink_to(testdata, target_is_directory=True)
+    scenario = tmp_path / "config-genomon-sheet"
+    shutil.copytree(REPO / ".test" / "config-genomon-sheet", scenario)
+    sheet = scenario / "sample_sheet.csv"
+    fai = testdata / "ref" / "genome.fa.fai"
+    for bam in re.findall(r"\.\./results/\S+?\.bam", sheet.read_text()):
+        header_only_bam(scenario / bam, fai)
+    header_only_bam(tmp_path / "other" / "pon3.bam", fai)
+    converted = "pon3,../results/bam/pon3/pon3.markdup.bam"
+    assert converted in sheet.read_text()
+    sheet.write_text(sheet.read_text().replace(converted, converted + ";../other/pon3.bam"))
+    result = run_snakemake(scenario / "config.yaml", "-n", "--quiet", "rules")
+    stages, rules = printed_plan(result.stderr)
+    snakemake = job_stats(result.stdout + result.stderr)
+    assert rules == {rule: count for rule, count in snakemake.items() if rule != TARGET_RULE}
+    assert stages == stage_jobs(snakemake)
+    # One conversion per BAM, the normal imported, not mapped; [qc] names tumor and normal only.
+    assert (snakemake["bam_to_fastq"], snakemake["import_bam"], snakemake["split_fastq"], snakemake["merge_bam"]) == (2, 1, 4, 4)
+    assert (snakemake["bam_stats"], snakemake["coverage"]) == (2, 2)
+    assert snakemake["read_pair_integrity"] == snakemake["duplication_metrics"] == 1  # the imported normal has none
+    assert "[sv_detection]: 1 pair(s) read and checked" in result.stderr

@@ -14,7 +14,11 @@ import pysam
 import pytest
 import snakemake
 
+import yaml
+
 from conftest import REPO, SNAKEMAKE, run_snakemake, write_config
+from genomon_smk.config_check import config_problems
+from genomon_smk.samplesheet import load_schema
 from genomon_smk.regions import make_regions, read_fai
 
 pytestmark = pytest.mark.workflow
@@ -42,22 +46,32 @@ def refused(tmp_path, testdata, env, expected, **overrides):
 # --- config
 
 
-def test_unknown_config_key(tmp_path, testdata, no_slurm_probe):
-    refused(tmp_path, testdata, no_slurm_probe, "Additional properties are not allowed ('chunk_count' was unexpected)",
-            chunk_count=3)
+def test_a_misspelled_config_key_is_named_with_its_line_and_the_key_meant(tmp_path, testdata, no_slurm_probe):
+    output = refusal(tmp_path, testdata, no_slurm_probe, mutation_utils={"pair_params": "x"})
+    line = next(number for number, text in enumerate((tmp_path / "config.yaml").read_text().splitlines(), 1)
+                if text.startswith("mutation_utils:"))
+    assert f"config.yaml:{line}: key 'mutation_utils': unknown key (did you mean 'mutation_util'?)" in output
+    assert "$schema" not in output and len(output.splitlines()) < 40, output  # not jsonschema's dump
 
 
-def test_wrong_type_in_config(tmp_path, testdata, no_slurm_probe):
-    refused(tmp_path, testdata, no_slurm_probe, "'eight' is not of type 'integer'", split={"chunks": "eight"})
+CONFIG_SCHEMA = load_schema(str(REPO / "workflow" / "schemas"), "config")
 
 
-def test_chunk_count_of_zero(tmp_path, testdata, no_slurm_probe):
-    refused(tmp_path, testdata, no_slurm_probe, "0 is less than the minimum of 1", split={"chunks": 0})
-
-
-def test_more_chunks_than_chunk_names_have_digits(tmp_path, testdata, no_slurm_probe):
-    # It used to fail at planning with an unrelated MissingInputException.
-    refused(tmp_path, testdata, no_slurm_probe, "10000 is greater than the maximum of 9999", split={"chunks": 10000})
+@pytest.mark.parametrize("overrides, expected", [
+    ({"split": {"chunk_count": 3}}, "key 'split.chunk_count': unknown key (did you mean 'chunks'?)"),
+    ({"split": {"chunks": "eight"}}, "key 'split.chunks': 'eight' is not of type 'integer'"),
+    ({"split": {"chunks": 0}}, "key 'split.chunks': 0 is less than the minimum of 1"),
+    # 10000 chunks used to fail at planning with an unrelated MissingInputException.
+    ({"split": {"chunks": 10000}}, "key 'split.chunks': 10000 is greater than the maximum of 9999"),
+    ({"storage": {"rules": {"map": {"temp": "nodelocal"}}}}, "key 'storage.rules.map.temp': 'nodelocal' is not one of"),
+])
+def test_config_values_are_checked_against_the_schema(tmp_path, testdata, overrides, expected):
+    path = write_config(tmp_path, testdata, **overrides)
+    config = yaml.safe_load(path.read_text())
+    problems = config_problems(config, CONFIG_SCHEMA, [str(path)])
+    assert len(problems) == 1 and problems[0].startswith(f"{path}:") and expected in problems[0], problems
+    assert config_problems(yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text()),
+                           CONFIG_SCHEMA, []) == []
 
 
 def test_a_fai_of_another_fasta_is_refused_before_any_job(tmp_path, testdata, no_slurm_probe):
@@ -215,8 +229,8 @@ def test_genomon_sheet_with_a_sample_twice_and_a_panel_of_unknown_samples(tmp_pa
                      "[mutation_call]\nt,n,panel1\n[controlpanel]\npanel1,n,ghost\n")
     output = refusal(tmp_path, testdata, no_slurm_probe, genomon_sample_sheet=str(sheet), samples=None, pairs=None,
                      control_panels=None)
-    assert f"{sheet}:4: sample 't' is defined twice in [fastq]" in output
-    assert f"{sheet}: panel 'panel1' names unknown sample 'ghost'" in output
+    twice = output.index(f"{sheet}:4: sample 't' is defined twice in [fastq]")
+    assert output.index(f"{sheet}:8: panel 'panel1' names unknown sample 'ghost'") > twice  # in line order
 
 
 # --- control-panel BAMs: one dry run, each problem checked

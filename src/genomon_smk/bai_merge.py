@@ -611,6 +611,12 @@ def find_index(bam: str) -> str:
     raise BaiMergeError(f"{bam}: no index ({bam}.bai or {Path(bam).with_suffix('.bai')})")
 
 
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(path: str, data: bytes) -> None:
     """Write to a temporary file in the same directory, then rename over `path`."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -618,6 +624,7 @@ def write_atomically(path: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes it 0600; others read a BAM's index
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -69,10 +69,10 @@ def write_tsv(uses: list[RuleTierUse], path: str) -> None:
 def table(uses: list[RuleTierUse]) -> str:
     lines = [
         "Job work directories (each job's own peak, measured on its node):",
-        f"  {'rule':<20}{'tier':<12}{'jobs':>6}{'largest':>12}{'sum':>12}",
+        f"  {'rule':<24}{'tier':<12}{'jobs':>6}{'largest':>12}{'sum':>12}",
     ]
     for use in uses:
         lines.append(
-            f"  {use.rule:<20}{use.tier:<12}{use.jobs:>6}{human(use.max_peak_bytes):>12}{human(use.total_peak_bytes):>12}"
+            f"  {use.rule:<23} {use.tier:<12}{use.jobs:>6}{human(use.max_peak_bytes):>12}{human(use.total_peak_bytes):>12}"
         )
     return "\n".join(lines)

@@ -10,7 +10,6 @@ cheaply (FASTQ: a sample of the first compressed bytes; BAM: its index statistic
 
 from __future__ import annotations
 
-import gzip
 import shlex
 import zlib
 from dataclasses import dataclass

@@ -34,8 +34,8 @@ from pathlib import Path
 STAGE_PRIORITY = {"split": 10, "map": 0, "markdup": 10, "merge_bam": 30, "identify": 20, "merge_mutation": 30}
 # The workflow's own priorities by rule (config `priorities`, the schema's defaults); other rules 0,
 # Snakemake's default.
-RULE_PRIORITY = {"split_fastq": 10, "map_reads": 0, "gather_map": 10, "markdup": 10, "merge_bam": 30,
-                 "identify_mutations": 20, "merge_mutation": 30}
+RULE_PRIORITY = {"bam_to_fastq": 10, "split_fastq": 10, "map_reads": 0, "gather_map": 10, "markdup": 10,
+                 "merge_bam": 30, "identify_mutations": 20, "merge_mutation": 30}
 # The paper shape's stages as the workflow's rules.
 RULE_OF_STAGE = {"split": "split_fastq", "map": "map_reads", "markdup": "markdup", "merge_bam": "merge_bam",
                  "identify": "identify_mutations", "merge_mutation": "merge_mutation"}

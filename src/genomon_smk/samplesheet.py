@@ -68,8 +68,13 @@ class Cohort:
     imported: dict[str, str] = field(default_factory=dict)
     # Genomon's [bam_tofastq]: samples mapped from the reads of existing BAMs (sample -> BAMs).
     bam_sources: dict[str, list[str]] = field(default_factory=dict)
+    # Where each imported or converted sample's BAM(s) were given, for messages.
+    bam_where: dict[str, Where] = field(default_factory=dict)
     # Genomon's [qc] (or [summary]): the samples whose QC runs; None: every sample.
     qc_samples: list[str] | None = None
+    qc_where: dict[str, Where] = field(default_factory=dict)
+    # Where a Genomon sheet's [controlpanel] row defined each panel, for messages.
+    panel_where: dict[str, Where] = field(default_factory=dict)
     # Genomon's [sv_detection]: read and checked; this version has no SV stage yet.
     sv_pairs: list[Pair] = field(default_factory=list)
 
@@ -96,13 +101,19 @@ class Problems:
 
     def __init__(self) -> None:
         self.messages: list[str] = []
+        self._places: list[tuple[str, int]] = []
 
     def add(self, where: Where | str, text: str) -> None:
         self.messages.append(f"{where}: {text}")
+        self._places.append((where.path, where.line) if isinstance(where, Where) else (str(where), 0))
 
     def raise_if_any(self) -> None:
+        """Raise with every problem, each file's in line order (files in the order first named)."""
         if self.messages:
-            raise InputError("\n".join(self.messages))
+            files = list(dict.fromkeys(path for path, _ in self._places))
+            order = sorted(range(len(self.messages)),
+                           key=lambda i: (files.index(self._places[i][0]), self._places[i][1]))
+            raise InputError("\n".join(self.messages[i] for i in order))
 
 
 def name_problem(name: str) -> str | None:
@@ -131,9 +142,11 @@ def resolve(path: str, base: str | os.PathLike) -> str:
     return os.path.normpath(os.path.join(base, expanded))
 
 
-def _read_tsv(path: str, schema: dict, problems: Problems):
+def _read_tsv(path: str, schema: dict, problems: Problems, either: tuple[list[str], ...] = ()):
     """Yield (Where, row dict) for each data row of a tab-separated table with a header line
-    whose rows pass the JSON schema (a row's problems are reported and the row skipped)."""
+    whose rows pass the JSON schema (a row's problems are reported and the row skipped). The
+    header needs the schema's required columns and, given `either`, every column of one of
+    those sets."""
     required = schema["required"]
     optional = [c for c in schema["properties"] if c not in required]
     validator = jsonschema.Draft202012Validator(schema)
@@ -146,8 +159,16 @@ def _read_tsv(path: str, schema: dict, problems: Problems):
     header_line, header = rows[0][0], next(csv.reader([rows[0][1]], delimiter="\t"))
     header = [h.strip() for h in header]
     missing = [c for c in required if c not in header]
+    if either and not any(all(c in header for c in columns) for columns in either):
+        missing += [c for c in either[0] if c not in header]
     if missing:
-        problems.add(Where(path, header_line), f"missing column(s): {', '.join(missing)} (header is: {', '.join(header)})")
+        others = "".join(f"; or give {', '.join(columns)} instead" for columns in either[1:])
+        if any(len(cell.split()) > 1 or "," in cell for cell in header):
+            others += "; columns are separated by tabs, not spaces or commas"
+        problems.add(
+            Where(path, header_line),
+            f"missing column(s): {', '.join(missing)} (header is: {', '.join(header)}){others}",
+        )
         return
     unknown = [c for c in header if c not in required + optional]
     if unknown:
@@ -169,22 +190,42 @@ def _read_tsv(path: str, schema: dict, problems: Problems):
             yield Where(path, number), row
 
 
-def read_samples(path: str, schema: dict, problems: Problems) -> dict[str, list[Lane]]:
-    """The samples table: `sample fq1 fq2 [platform] [library]`, one row per lane."""
-    lanes: dict[str, list[Lane]] = {}
+def read_samples(path: str, schema: dict, problems: Problems) -> Cohort:
+    """The samples table: `sample fq1 fq2 [platform] [library]`, one row per lane; as an
+    extension, a row may give `bam` instead of fq1 and fq2: an existing final BAM of the sample
+    (Genomon's [bam_import]), one row per such sample."""
+    cohort = Cohort()
     base = os.path.dirname(os.path.abspath(path))
-    for where, row in _read_tsv(path, schema, problems):
+    for where, row in _read_tsv(path, schema, problems, either=(["fq1", "fq2"], ["bam"])):
         sample = row["sample"]
+        fq1, fq2, bam = (row.get(column) for column in ("fq1", "fq2", "bam"))
+        first = cohort.bam_where.get(sample) or (cohort.lanes[sample][0].where if sample in cohort.lanes else None)
+        if bam:
+            if fq1 or fq2:
+                problems.add(where, "field 'bam': a row gives fq1 and fq2 (a lane to map) or bam (the sample's final BAM), not both")
+            elif first:
+                problems.add(where, f"field 'sample': '{sample}' already has a row at {first}; an imported BAM is its sample's only row")
+            else:
+                cohort.imported[sample] = resolve(bam, base)
+                cohort.bam_where[sample] = where
+            continue
+        if not (fq1 and fq2):
+            column = "fq2" if fq1 else "fq1"
+            problems.add(where, f"field '{column}': required (a lane has fq1 and fq2; an imported sample has bam instead)")
+            continue
+        if sample in cohort.imported:
+            problems.add(where, f"field 'sample': '{sample}' is imported as a BAM at {first}: it has no FASTQ lanes")
+            continue
         lane = Lane(
             sample=sample,
-            fq1=resolve(row["fq1"], base),
-            fq2=resolve(row["fq2"], base),
+            fq1=resolve(fq1, base),
+            fq2=resolve(fq2, base),
             platform=row.get("platform") or DEFAULT_PLATFORM,
             library=row.get("library") or sample,
             where=where,
         )
-        lanes.setdefault(sample, []).append(lane)
-    return lanes
+        cohort.lanes.setdefault(sample, []).append(lane)
+    return cohort
 
 
 def read_pairs(path: str, schema: dict, problems: Problems) -> list[Pair]:
@@ -256,6 +297,7 @@ def read_genomon_sheet(path: str, problems: Problems, platform: str = DEFAULT_PL
                 if len(cells) != 2:
                     problems.add(where, f"[{section}] rows have 2 cells (sample, BAM), found {len(cells)}")
                 elif define(cells[0], where):
+                    cohort.bam_where[cells[0]] = where
                     if section == "bam_import":
                         cohort.imported[cells[0]] = resolve(cells[1], base)
                     else:
@@ -265,7 +307,11 @@ def read_genomon_sheet(path: str, problems: Problems, platform: str = DEFAULT_PL
             elif section == "sv_detection":
                 cohort.sv_pairs.append(sheet_pair(cells, where))
             elif section in ("qc", "summary"):
-                cohort.qc_samples += cells
+                # One sample per line in Genomon's sheets; a sample named twice gets its QC once.
+                for sample in cells:
+                    if sample not in cohort.qc_where:
+                        cohort.qc_samples.append(sample)
+                        cohort.qc_where[sample] = where
             elif section == "controlpanel":
                 if len(cells) < 2:
                     problems.add(where, "[controlpanel] rows name a panel and at least one sample")
@@ -273,6 +319,7 @@ def read_genomon_sheet(path: str, problems: Problems, platform: str = DEFAULT_PL
                 if cells[0] in cohort.panels:
                     problems.add(where, f"panel '{cells[0]}' is defined twice")
                 cohort.panels[cells[0]] = [resolve(m, base) if is_bam_path(m) else m for m in cells[1:]]
+                cohort.panel_where[cells[0]] = where
             elif section is None:
                 problems.add(where, "data before the first [section] line")
     return cohort
@@ -289,6 +336,32 @@ def bam_contigs(path: str) -> list[tuple[str, int]]:
 
     with pysam.AlignmentFile(path, "rb", check_sq=False) as bam:
         return list(zip(bam.references, bam.lengths))
+
+
+def bam_read_group_samples(path: str) -> list[str]:
+    """The SM of every @RG line of a BAM's header (reads only the header)."""
+    import pysam
+
+    with pysam.AlignmentFile(path, "rb", check_sq=False) as bam:
+        return [group.get("SM", "") for group in bam.header.to_dict().get("RG", [])]
+
+
+def imported_name_warnings(cohort: Cohort) -> list[str]:
+    """A warning for each imported BAM whose read groups name other samples than the name it is
+    given here: the results (VCF columns, file names) use the name given here."""
+    warnings = []
+    for sample, bam in cohort.imported.items():
+        try:
+            named = sorted(set(bam_read_group_samples(bam)))
+        except (OSError, ValueError):
+            continue  # unreadable BAMs are refused by bam_problems
+        if named and sample not in named:
+            warnings.append(
+                f"warning: {cohort.bam_where[sample]}: the imported BAM of '{sample}' names the sample(s) "
+                f"{', '.join(repr(name) for name in named)} in its read groups; the results call it "
+                f"'{sample}' (check that the row names the right BAM)"
+            )
+    return warnings
 
 
 def few(names: list[str], shown: int = 3) -> str:
@@ -399,34 +472,39 @@ def check_cohort(
                 if problem:
                     problems.add(lane.where, f"field '{column}': {problem}")
     for panel, members in cohort.panels.items():
+        where = cohort.panel_where.get(panel, panels_where)
         problem = name_problem(panel)
         if problem:
-            problems.add(panels_where, f"panel name: {problem}")
+            problems.add(where, f"panel name: {problem}")
         for member in members:
             if is_bam_path(member):
-                problems.messages += [
-                    f"{panels_where}: panel '{panel}': {p}" for p in bam_problems(member, reference_fai)
-                ]
+                for problem in bam_problems(member, reference_fai):
+                    problems.add(where, f"panel '{panel}': {problem}")
             elif member not in cohort.samples:
-                problems.add(panels_where, f"panel '{panel}' names unknown sample '{member}'")
+                problems.add(where, f"panel '{panel}' names unknown sample '{member}'")
         if len(set(members)) != len(members):
-            problems.add(panels_where, f"panel '{panel}' names a sample twice")
+            problems.add(where, f"panel '{panel}' names a sample twice")
     known = set(cohort.samples)
     for sample, bam in cohort.imported.items():
+        where = cohort.bam_where[sample]
         problem = name_problem(sample)
         if problem:
-            problems.add(panels_where, f"[bam_import] sample: {problem}")
-        problems.messages += [f"{panels_where}: [bam_import] sample '{sample}': {p}" for p in bam_problems(bam, reference_fai)]
+            problems.add(where, f"field 'sample': {problem}")
+        for problem in bam_problems(bam, reference_fai):
+            problems.add(where, f"field 'bam': {problem}")
     for sample, bams in cohort.bam_sources.items():
+        where = cohort.bam_where[sample]
         problem = name_problem(sample)
         if problem:
-            problems.add(panels_where, f"[bam_tofastq] sample: {problem}")
+            problems.add(where, f"field 'sample': {problem}")
         for bam in bams:
             if not os.path.isfile(bam) or not os.access(bam, os.R_OK):
-                problems.add(panels_where, f"[bam_tofastq] sample '{sample}': BAM not found or not readable: {bam}")
+                problems.add(where, f"field 'bam': BAM not found or not readable: {bam}")
+        if len(set(bams)) != len(bams):
+            problems.add(where, "field 'bam': a BAM is named twice (its reads would be mapped twice)")
     for sample in cohort.qc_samples or []:
         if sample not in known:
-            problems.add(panels_where, f"[qc] names unknown sample '{sample}'")
+            problems.add(cohort.qc_where[sample], f"[qc] names unknown sample '{sample}'")
     check_pairs(cohort.pairs, known, cohort.panels, problems)
     check_pairs(cohort.sv_pairs, known, cohort.panels, problems)
 
@@ -473,7 +551,7 @@ def load_cohort(
         for key, path in (("samples", samples), ("pairs", pairs)):
             if path and not os.path.isfile(path):
                 raise InputError(f"config: {key}: file not found: {path}")
-        cohort = Cohort(lanes=read_samples(samples, load_schema(schema_dir, "samples"), problems))
+        cohort = read_samples(samples, load_schema(schema_dir, "samples"), problems)
         if pairs:
             cohort.pairs = read_pairs(pairs, load_schema(schema_dir, "pairs"), problems)
         cohort.panels = {

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Genomon's stages in pipeline order, each with its rules and what a rule has one job per.
-# `run` = one job for the whole run.
+# `run` = one job for the whole run; `qc run` = one if any sample gets QC.
 STAGES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
-    ("bam tofastq", (("bam_to_fastq", "bam_tofastq sample"),)),
+    ("bam tofastq", (("bam_to_fastq", "bam_tofastq BAM"),)),
     ("bam import", (("import_bam", "imported sample"),)),
     ("split files", (("stagger_start", "staggered sample"), ("split_fastq", "sample"))),
     (
@@ -38,7 +38,7 @@ STAGES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("read_pair_integrity", "mapped qc sample"),
             ("coverage", "qc sample"),
             ("duplication_metrics", "mapped qc sample"),
-            ("multiqc", "run"),
+            ("multiqc", "qc run"),
             ("utilisation_timeline", "run"),
         ),
     ),
@@ -48,6 +48,7 @@ TARGET_RULE = "all"
 # The tiers a rule writes on, as the config's storage.rules key and roles; rules not listed write
 # to output_dir (global). stage_reference copies the reference to the cache tier.
 STORAGE_ROLES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "bam_to_fastq": ("bam_to_fastq", ("output", "temp")),
     "split_fastq": ("split_fastq", ("output",)),
     "map_reads": ("map", ("output", "temp")),
     "gather_map": ("map", ("output",)),
@@ -62,9 +63,10 @@ STORAGE_ROLES: dict[str, tuple[str, tuple[str, ...]]] = {
 class CohortShape:
     """The numbers that fix the DAG's size: mapped samples, pairs, chunks per sample, regions
     (markdup, the unmapped region included), mutation regions (identify mutations: without it),
-    the samples whose split waits for a staggered start, Genomon's [bam_import] samples and
-    [bam_tofastq] samples (counted in `samples` too: they are mapped), and the samples whose QC
-    runs (None: all; mapped ones: those with read-pair and duplicate checks)."""
+    the samples whose split waits for a staggered start, Genomon's [bam_import] samples, the
+    BAMs of its [bam_tofastq] samples (those samples are counted in `samples`: they are mapped),
+    and the samples whose QC runs (None: all; mapped ones: those with read-pair and duplicate
+    checks)."""
 
     samples: int
     pairs: int
@@ -79,12 +81,14 @@ class CohortShape:
 
     def per(self, unit: str) -> int:
         """How many jobs a rule with one job per `unit` has in this cohort."""
+        qc_samples = self.samples + self.imported if self.qc_samples is None else self.qc_samples
         return {
             "run": 1,
             "staggered sample": self.staggered,
-            "bam_tofastq sample": self.converted,
+            "bam_tofastq BAM": self.converted,
             "imported sample": self.imported,
-            "qc sample": self.samples + self.imported if self.qc_samples is None else self.qc_samples,
+            "qc sample": qc_samples,
+            "qc run": 1 if qc_samples else 0,  # the report of every QC sample, if any
             "mapped qc sample": self.samples if self.mapped_qc_samples is None else self.mapped_qc_samples,
             "sample": self.samples,
             "sample x chunk": self.samples * self.chunks,
@@ -151,7 +155,8 @@ def stage_table(shape: CohortShape, storage_rules: dict, priorities: dict[str, i
     counts = rule_jobs(shape)
     per_stage = stage_jobs(counts)
     lines = [
-        f"Stage plan: {shape.samples} samples, {shape.pairs} pairs, {shape.chunks} chunks per sample, "
+        f"Stage plan: {shape.samples + shape.imported} samples ({shape.samples} mapped, {shape.imported} imported), "
+        f"{shape.pairs} pairs, {shape.chunks} chunks per mapped sample, "
         f"{shape.regions} regions ({shape.mutation_regions} for mutations)",
         f"  {'stage / rule':<26}{'one job per':<24}{'jobs':>8}{'priority':>10}  tiers",
     ]

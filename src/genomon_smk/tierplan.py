@@ -65,6 +65,16 @@ def sample_uses(fastq_gz_bytes: int, chunks: int, regions: int, tiers: dict) -> 
     ]
 
 
+def conversion_uses(bam_bytes: int, tiers: dict) -> list[Use]:
+    """The estimated uses of bam_to_fastq (Genomon's [bam_tofastq]) for a sample's BAMs: the
+    FASTQ they hold (a BAM's bytes stand for as many of gzipped FASTQ) at gzip level 1, about
+    half the uncompressed size, and collate's temporaries (at most all the BAMs' size)."""
+    return [
+        Use("bam_to_fastq", "output", tiers["bam_to_fastq"]["output"], bam_bytes * FASTQ_PER_GZ / 2),
+        Use("bam_to_fastq", "temp", tiers["bam_to_fastq"]["temp"], bam_bytes * SORT_TEMP_PER_BAM, per_job=True),
+    ]
+
+
 def peaks(uses: list[Use], reference_bytes: int) -> dict[str, float]:
     """Peak bytes per tier: every sample's files alive at once (an upper bound), the largest
     per-job temporary for node_local, and the reference copy for cache."""

@@ -14,15 +14,23 @@ from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
 from genomon_smk import job_tier_use, panel_power, run_lock
+from genomon_smk.config_check import config_problems
 from genomon_smk.fastq_split import chunk_name
 from genomon_smk.path_limits import path_problems
 from genomon_smk.reference import reference_files, reference_problems
 from genomon_smk.regions import make_regions
-from genomon_smk.samplesheet import InputError, Lane, load_cohort
+from genomon_smk.samplesheet import (
+    InputError,
+    Lane,
+    imported_name_warnings,
+    load_cohort,
+    load_schema,
+)
 from genomon_smk.stage import main as stage_main
 from genomon_smk.tier_usage import TierMonitor, leftover_report, write_leftovers
 from genomon_smk.stageplan import CohortShape, stage_table, stagger_delays
 from genomon_smk.tierplan import (
+    conversion_uses,
     file_bytes,
     over_capacity,
     parse_size,
@@ -49,6 +57,14 @@ if not workflow.overwrite_configfiles:
 CONFIG_FILE = Path(workflow.overwrite_configfiles[-1]).resolve()
 CONFIG_DIR = CONFIG_FILE.parent
 
+# Our own messages first (file, line, key, the key meant); Snakemake's validate then sets defaults.
+CONFIG_PROBLEMS = config_problems(
+    config,
+    load_schema(str(SCHEMAS), "config"),
+    [str(Path(path).resolve()) for path in workflow.overwrite_configfiles],
+)
+if CONFIG_PROBLEMS:
+    raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))
 validate(config, SCHEMAS / "config.schema.yaml", set_default=True)
 
 
@@ -185,6 +201,8 @@ def storage_plan():
         uses += sample_uses(
             file_bytes(reads), len(CHUNKS), len(REGION_NAMES), RULE_TIERS
         )
+        if sample in COHORT.bam_sources:
+            uses += conversion_uses(file_bytes(reads), RULE_TIERS)
     peak = peaks(uses, file_bytes(reference_files(REFERENCE)))
     if workflow.is_main_process:
         print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)
@@ -229,7 +247,7 @@ if workflow.is_main_process:
                 len(MUTATION_REGIONS),
                 len(STAGGER),
                 imported=len(IMPORTED_BAMS),
-                converted=len(COHORT.bam_sources),
+                converted=sum(map(len, COHORT.bam_sources.values())),
                 qc_samples=len(QC_SAMPLES),
                 mapped_qc_samples=len(MAPPED_QC_SAMPLES),
             ),
@@ -293,7 +311,7 @@ def panel_warnings():
 
 
 if workflow.is_main_process:
-    for message in panel_warnings():
+    for message in panel_warnings() + imported_name_warnings(COHORT):
         print(message, file=sys.stderr)
 
 
@@ -443,17 +461,31 @@ def bench_path(rule_name, pattern):
 
 
 def sample_lanes(sample):
-    """A sample's lanes; a [bam_tofastq] sample's one lane is the FASTQ pair of its BAMs' reads."""
+    """A sample's lanes; a [bam_tofastq] sample's lanes are the FASTQ pairs that bam_to_fastq
+    makes of its BAMs, one per BAM."""
     if sample in COHORT.bam_sources:
         group = COHORT.read_group(sample)
-        fastqs = [converted_fastq(sample, mate) for mate in (1, 2)]
-        return [Lane(sample, *fastqs, group["PL"], group["LB"], None)]
+        lanes = []
+        for part in converted_parts(sample):
+            fq1, fq2 = (converted_fastq(sample, part, mate) for mate in (1, 2))
+            lanes.append(Lane(sample, fq1, fq2, group["PL"], group["LB"], None))
+        return lanes
     return COHORT.lanes[sample]
 
 
-def converted_fastq(sample, mate):
-    """Where bam_to_fastq writes a [bam_tofastq] sample's reads: beside the split's chunks."""
-    return tier_file("split_fastq", f"bam_to_fastq/{sample}/{sample}_R{mate}.fastq.gz")
+def converted_parts(sample):
+    """The names of a [bam_tofastq] sample's BAMs in file paths and wildcards: bam1, bam2, ..."""
+    return [f"bam{number}" for number in range(1, len(COHORT.bam_sources[sample]) + 1)]
+
+
+def converted_bam(sample, part):
+    """The BAM of a [bam_tofastq] sample that `part` (bam1, bam2, ...) names."""
+    return COHORT.bam_sources[sample][int(part.removeprefix("bam")) - 1]
+
+
+def converted_fastq(sample, part, mate):
+    """Where bam_to_fastq writes the reads of a [bam_tofastq] sample's BAM."""
+    return tier_file("bam_to_fastq", f"bam_to_fastq/{sample}/{part}_R{mate}.fastq.gz")
 
 
 def read_group(wildcards):
@@ -464,6 +496,27 @@ def read_group(wildcards):
 
 def final_bam(sample, suffix=""):
     return f"{OUTPUT_DIR}/bam/{sample}/{sample}.markdup.bam{suffix}"
+
+
+def self_imports():
+    """Imported BAMs that are the very path import_bam links (a run's own result imported
+    into the same output directory): the link would replace the BAM."""
+    return [
+        f"{COHORT.bam_where[sample]}: field 'bam': {bam} is this run's own final BAM of "
+        f"sample '{sample}', which import_bam replaces with a link to the imported BAM; "
+        "import a copy, or use another output_dir"
+        for sample, bam in IMPORTED_BAMS.items()
+        if os.path.realpath(bam)
+        == os.path.join(
+            os.path.realpath(os.path.dirname(final_bam(sample))),
+            os.path.basename(final_bam(sample)),
+        )
+    ]
+
+
+SELF_IMPORTS = self_imports()
+if SELF_IMPORTS:
+    raise WorkflowError(f"invalid input ({CONFIG_FILE}):\n" + "\n".join(SELF_IMPORTS))
 
 
 def mutation_result(tumor, suffix):

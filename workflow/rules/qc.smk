@@ -148,10 +148,11 @@ rule multiqc:
         """
 
 
-# What `rule all` asks for: every sample's QC files (the integrity check included) and the report.
+# What `rule all` asks for: every sample's QC files (the integrity check included) and the report
+# (none when a Genomon sheet's [qc] section names no sample).
 QC_TARGETS = [
     *expand(rules.read_pair_integrity.output.report, sample=MAPPED_QC_SAMPLES),
     *expand(rules.coverage.output.table, sample=QC_SAMPLES),
     *expand(rules.duplication_metrics.output.metrics, sample=MAPPED_QC_SAMPLES),
-    *rules.multiqc.output,
+    *(rules.multiqc.output if QC_SAMPLES else []),
 ]

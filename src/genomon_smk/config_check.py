@@ -1,0 +1,69 @@
+"""The config checked against its schema, with one short message per problem naming the config
+file, the line and the key (and, for a misspelled key, the key it probably meant), instead of
+jsonschema's dump of the whole schema."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+import jsonschema
+import yaml
+
+
+def key_lines(path: str) -> dict[tuple[str, ...], int]:
+    """Line (1-based) of every mapping key in a YAML file, by its path of keys."""
+    with open(path) as handle:
+        root = yaml.compose(handle)
+    lines: dict[tuple[str, ...], int] = {}
+
+    def walk(node, prefix: tuple[str, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                path = prefix + (str(key.value),)
+                lines[path] = key.start_mark.line + 1
+                walk(value, path)
+
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def _known_keys(schema: dict, path: tuple[str, ...]) -> list[str]:
+    """The property names the schema allows at `path` (object keys only)."""
+    node = schema
+    for key in path:
+        properties = node.get("properties", {})
+        node = properties.get(key) or (node.get("additionalProperties") if isinstance(
+            node.get("additionalProperties"), dict) else {})
+    return sorted(node.get("properties", {}))
+
+
+def describe(error: jsonschema.ValidationError, schema: dict) -> tuple[tuple[str, ...], str]:
+    """(path of the offending key, message) for one schema error."""
+    path = tuple(str(part) for part in error.absolute_path)
+    if error.validator == "additionalProperties":
+        unexpected = re.findall(r"'([^']+)'", error.message.split(" were unexpected")[0].split(" was unexpected")[0])
+        known = _known_keys(schema, path)
+        messages = []
+        for key in unexpected:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            messages.append((path + (key,), f"unknown key{hint}; known keys here: {', '.join(known)}"))
+        return messages[0] if len(messages) == 1 else (path, "; ".join(f"'{p[-1]}': {m}" for p, m in messages))
+    return path, error.message
+
+
+def config_problems(config: dict, schema: dict, config_files: list[str]) -> list[str]:
+    """Every schema problem of `config`, as `FILE:LINE: key 'a.b': message`; the line is looked
+    up in the last config file that sets the key (later files override earlier ones)."""
+    lines = [(path, key_lines(path)) for path in reversed(config_files)]
+    problems = []
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]):
+        path, message = describe(error, schema)
+        where = next(((name, found[path]) for name, found in lines if path in found), None)
+        place = f"{where[0]}:{where[1]}" if where else (config_files[-1] if config_files else "config")
+        key = ".".join(path) or "(top level)"
+        problems.append(f"{place}: key '{key}': {message}")
+    return problems

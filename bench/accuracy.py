@@ -68,7 +68,7 @@ def scores(called: set, sites: list, kind: str, vaf: float | None) -> tuple[floa
 
 
 def mutil(result: Path, params: str, out: Path) -> Path:
-    run([sys.executable, "-m", "genomon_smk.mutil", "filter", "-i", str(result), "-o", str(out), *params.split()])
+    run([sys.executable, "-m", "genomon_smk.tools.mutil", "filter", "-i", str(result), "-o", str(out), *params.split()])
     return out
 
 

@@ -4,7 +4,7 @@
     .venv/bin/python bench/cohort_planner.py [--slots 383] [--stagger 300] [--target-hours 3]
 
 For a real config and a finished run's durations use the planner itself:
-    .venv/bin/python -m genomon_smk.planner --configfile CONFIG --benchmarks RESULTS/benchmarks ...
+    .venv/bin/python -m genomon_smk.plan.planner --configfile CONFIG --benchmarks RESULTS/benchmarks ...
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from genomon_smk.planner import paper_cohort, recommend_slots, simulate
+from genomon_smk.plan.planner import paper_cohort, recommend_slots, simulate
 
 PAPER = {1: (2.48, 0.40, 22.4), 2: (3.08, 0.65, 42.1), 3: (3.90, 0.77, 54.4), 4: (5.01, 0.80, 63.4)}
 

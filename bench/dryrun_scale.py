@@ -9,7 +9,7 @@
 Granularities: `default` = the config schema's defaults (split.chunks, regions.max_length and
 regions.pack_bp on GRCh37's 25 primary contigs); `paper` = the Fugaku paper's 2712 chunks per
 sample and 87 regions. Prints, per configuration: pairs, samples, chunks per sample, regions,
-jobs in the DAG (Snakemake's count, checked against genomon_smk.stageplan's prediction), wall
+jobs in the DAG (Snakemake's count, checked against genomon_smk.plan.stage_plan's prediction), wall
 seconds, CPU seconds (user + system: steadier than wall time on a shared machine), peak RSS of
 the dry run and the load average during it. Configurations whose predicted DAG exceeds
 --max-jobs are not run; their predicted job count is printed instead.
@@ -32,9 +32,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
-from genomon_smk.reference import reference_files  # noqa: E402
-from genomon_smk.regions import derive_regions  # noqa: E402
-from genomon_smk.stageplan import CohortShape, total_jobs  # noqa: E402
+from genomon_smk.plan.reference import reference_files  # noqa: E402
+from genomon_smk.plan.regions import derive_regions  # noqa: E402
+from genomon_smk.plan.stage_plan import CohortShape, total_jobs  # noqa: E402
 
 GRCH37 = [
     ("1", 249250621), ("2", 243199373), ("3", 198022430), ("4", 191154276), ("5", 180915260),

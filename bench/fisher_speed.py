@@ -20,7 +20,7 @@ import time
 import numpy as np
 import pysam
 
-from genomon_smk import fisher
+from genomon_smk.tools import fisher
 
 PARAMS = "-q 20 -BQ0 -d 10000000 --ff UNMAP,SECONDARY,QCFAIL,DUP"
 GENOMON_PAIR = ["--min_depth", "8", "--base_quality", "15", "--min_variant_read", "4",

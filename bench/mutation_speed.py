@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
-from genomon_smk.regions import derive_regions, read_fai  # noqa: E402
+from genomon_smk.plan.regions import derive_regions, read_fai  # noqa: E402
 
 GENOME_BP = 3.1e9
 SAMTOOLS = "-q 20 -BQ0 -d 10000000 --ff UNMAP,SECONDARY,QCFAIL,DUP"
@@ -71,16 +71,16 @@ def main() -> None:
         panel = out / "panel.txt"
         panel.write_text("".join(f"{bam / s / s}.markdup.bam\n" for s in ("pon1", "pon2", "pon3")))
         steps = [
-            ("fisher comparison", python + ["genomon_smk.fisher", "comparison", "-1", tumor, "-2", normal, "-r", str(reference),
+            ("fisher comparison", python + ["genomon_smk.tools.fisher", "comparison", "-1", tumor, "-2", normal, "-r", str(reference),
                                             "-s", "samtools", "-L", str(regions), "-o", str(out / "fisher.txt"), *FISHER],
              None),
-            ("mutfilter realignment", python + ["genomon_smk.mutfilter", "realignment", "-t", str(out / "fisher.txt"), "-1", tumor,
+            ("mutfilter realignment", python + ["genomon_smk.tools.mutfilter", "realignment", "-t", str(out / "fisher.txt"), "-1", tumor,
                                                 "-2", normal, "-r", str(reference), "-o", str(out / "realign.txt")], "fisher.txt"),
-            ("mutfilter indel", python + ["genomon_smk.mutfilter", "indel", "-t", str(out / "realign.txt"), "-2", normal,
+            ("mutfilter indel", python + ["genomon_smk.tools.mutfilter", "indel", "-t", str(out / "realign.txt"), "-2", normal,
                                           "-s", "samtools", "-o", str(out / "indel.txt")], "realign.txt"),
-            ("mutfilter breakpoint", python + ["genomon_smk.mutfilter", "breakpoint", "-t", str(out / "indel.txt"), "-2", normal,
+            ("mutfilter breakpoint", python + ["genomon_smk.tools.mutfilter", "breakpoint", "-t", str(out / "indel.txt"), "-2", normal,
                                                "-o", str(out / "breakpoint.txt")], "indel.txt"),
-            ("EBFilter", python + ["genomon_smk.ebfilter", "-f", "anno", "--loption", "-q", "20", "-Q", "15",
+            ("EBFilter", python + ["genomon_smk.tools.ebfilter", "-f", "anno", "--loption", "-q", "20", "-Q", "15",
                                    str(out / "breakpoint.txt"), tumor, str(panel), str(out / "eb.txt")], "breakpoint.txt"),
         ]
         print(f"benchmark genome {genome / 1e6:.1f} Mb; tumor 40x, normal 30x, panel of 3")

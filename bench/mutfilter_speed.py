@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from genomon_smk.mutfilter import cli
-from genomon_smk.mutfilter.synth import random_sequence, simulate_snv_bam, write_reference
+from genomon_smk.tools.mutfilter import cli
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' BAM builder
+from synth import random_sequence, simulate_snv_bam, write_reference  # noqa: E402
 
 
 def build(workdir: Path, sites: int, depth: int) -> dict:

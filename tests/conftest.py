@@ -38,7 +38,12 @@ def write_config(directory, testdata, **overrides):
         pairs=str(testdata / "pairs.tsv"),
         output_dir="results",
     )
-    for key, value in overrides.items():  # None drops a key
+    return save_config(config, directory, overrides)
+
+
+def save_config(config, directory, overrides):
+    """config with overrides (None drops a key), written to directory/config.yaml; its path."""
+    for key, value in overrides.items():
         if value is None:
             config.pop(key, None)
         else:
@@ -147,15 +152,7 @@ def scenario_variant(root, name, directory, **overrides):
         if key in config:
             config[key] = str((root / name / config[key]).resolve())
     config["output_dir"] = str(directory / "results")
-    for key, value in overrides.items():
-        if value is None:
-            config.pop(key, None)
-        else:
-            config[key] = value
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
+    return save_config(config, directory, overrides)
 
 
 def pair_targets(results):

@@ -16,8 +16,8 @@ import numpy as np
 import pysam
 import pytest
 
-from genomon_smk import bai_merge
-from genomon_smk.bai_merge import BaiMergeError, merge_bai, read_bam_layout
+from genomon_smk.steps import bai_merge
+from genomon_smk.steps.bai_merge import BaiMergeError, merge_bai, read_bam_layout
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("bwa", "wgsim", "samtools", "bamsort", "bammarkduplicates")),
@@ -352,7 +352,7 @@ def test_cli_with_regions_file(biobambam_set, tmp_path):
     listing = tmp_path / "regions.txt"
     listing.write_text("\n".join(biobambam_set["bams"]) + "\n")
     out = tmp_path / "cli.bam.bai"
-    cmd = [sys.executable, "-m", "genomon_smk.bai_merge", "--merged", str(biobambam_set["merged"]), "--out", str(out)]
+    cmd = [sys.executable, "-m", "genomon_smk.steps.bai_merge", "--merged", str(biobambam_set["merged"]), "--out", str(out)]
     subprocess.run(cmd + ["--regions-file", str(listing)], check=True, preexec_fn=lambda: os.umask(0o022))
     assert out.read_bytes() == biobambam_set["ours"].read_bytes()
     assert out.stat().st_mode & 0o777 == 0o644  # readable by others, as the BAM beside it

@@ -7,9 +7,9 @@ import sys
 import pysam
 import pytest
 
-from genomon_smk import betabinom, ebfilter
-from genomon_smk.ebfilter import VariantKey
-from genomon_smk.mpileup import tokenize_read_bases
+from genomon_smk.tools import betabinom, ebfilter
+from genomon_smk.tools.ebfilter import VariantKey
+from genomon_smk.tools.mpileup import tokenize_read_bases
 
 CONTIG = "chr1"
 CONTIG_LENGTH = 3000
@@ -333,7 +333,7 @@ def test_missing_index_is_refused(dataset, tmp_path, capsys):
 
 def test_module_entry_point(dataset):
     out = dataset["tmp"] / "module.txt"
-    result = subprocess.run([sys.executable, "-m", "genomon_smk.ebfilter", "-f", "anno", "--loption",
+    result = subprocess.run([sys.executable, "-m", "genomon_smk.tools.ebfilter", "-f", "anno", "--loption",
                              dataset["target"], dataset["tumor"], dataset["control_list"], str(out)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

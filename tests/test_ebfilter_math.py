@@ -7,7 +7,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.stats import betabinom, chi2
 
-from genomon_smk import betabinom as bb
+from genomon_smk.tools import betabinom as bb
 
 # EBCall's published test result (spec section 6): site, tumor (n+, k+, n-, k-),
 # (alpha+, beta+), (alpha-, beta-), -log10 p(+), -log10 p(-), EB score.

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from genomon_smk.fastq_split import FastqError, main, split_sample
+from genomon_smk.steps.fastq_split import FastqError, main, split_sample
 
 
 def fastq_records(n, prefix="r", length=10):

@@ -94,7 +94,7 @@ def test_run_killed_during_map_and_during_markdup_resumes_to_the_same_results(sc
     targets = pair_targets(results)
     env = no_slurm_probe
     for attempt, rule in enumerate(("map_reads", "markdup")):
-        if attempt:  # the README's restart after a kill: unlock, then the same command
+        if attempt:  # the documented restart after a kill (docs/usage.md): unlock, then the same command
             unlock = run_in(tmp_path, config, "--unlock", env=env)
             assert unlock.returncode == 0, unlock.stderr[-3000:]
         output = tmp_path / f"attempt{attempt}.out"

@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import beta as beta_dist
 from scipy.stats import fisher_exact
 
-from genomon_smk import fisher
+from genomon_smk.tools import fisher
 
 GENOMON_PARAMS = "-q 20 -BQ0 -d 10000000 --ff UNMAP,SECONDARY,QCFAIL,DUP"
 READ_LENGTH = 40
@@ -378,7 +378,7 @@ def test_vcf_output_parses_with_pysam(indel_pair):
 def test_module_runs_as_script(snv_pair):
     d = snv_pair
     out = d["tmp"] / "module.txt"
-    subprocess.run([sys.executable, "-m", "genomon_smk.fisher", "comparison", "-1", d["bams"][0],
+    subprocess.run([sys.executable, "-m", "genomon_smk.tools.fisher", "comparison", "-1", d["bams"][0],
                     "-2", d["bams"][1], "-o", str(out), "-r", d["ref"], "-S", GENOMON_PARAMS]
                    + LOOSE_PAIR, check=True)
     assert len(open(out).read().splitlines()) == 1

@@ -3,7 +3,7 @@ layout and used as it is, a [bam_tofastq] sample given as two BAMs is mapped aga
 reads, and the later stages (QC, mutation calling) take both.
 
 The full sheet with every DNA section is the scenario .test/config-genomon-sheet/ (run by
-test_scenarios.py, and counted in a dry run by test_stageplan.py); this run is kept to the stages
+test_scenarios.py, and counted in a dry run by test_stage_plan.py); this run is kept to the stages
 that prove the two sections, with BAMs made here from the test data (`make_input_bams`).
 """
 
@@ -124,7 +124,7 @@ def test_a_bam_imported_onto_itself_is_refused(tmp_path, testdata):
 
 
 def test_an_empty_qc_section_means_no_qc(tmp_path, testdata):
-    from test_stageplan import job_stats, printed_plan
+    from test_stage_plan import job_stats, printed_plan
 
     fastq = testdata / "fastq"
     sheet = tmp_path / "sample_sheet.tsv"

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from genomon_smk.path_limits import path_problems
+from genomon_smk.plan.path_limits import path_problems
 
 from conftest import PAIR_SAMPLES, REPO, SNAKEMAKE, write_config
 

@@ -2,7 +2,7 @@
 
 import subprocess
 
-from genomon_smk.job_tier_use import MARKER, collect, records_in_log, table, write_tsv
+from genomon_smk.plan.job_tier_use import MARKER, collect, records_in_log, table, write_tsv
 
 from conftest import REPO
 

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from genomon_smk import mpileup
-from genomon_smk.mpileup import IndelToken
+from genomon_smk.tools import mpileup
+from genomon_smk.tools.mpileup import IndelToken
 
 
 def test_plain_string_is_returned_unchanged():
@@ -126,7 +126,7 @@ def test_an_error_line_fails_the_pileup_although_samtools_exits_0():
     and exits 0: the calls it could not make would vanish silently."""
     import subprocess
 
-    from genomon_smk.mpileup import stream_mpileup
+    from genomon_smk.tools.mpileup import stream_mpileup
 
     command = ["sh", "-c", "echo 'chr1\t1\tA\t0\t*\t*'; "
                "echo '[E::fai_retrieve] Failed to retrieve block: unexpected end of file' >&2"]

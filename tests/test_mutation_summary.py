@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from genomon_smk import mutation_summary as ms
-from genomon_smk.mutation_merge import header_columns
+from genomon_smk.steps import mutation_summary as ms
+from genomon_smk.steps.merge_mutation import header_columns
 
 # (Chr, Start, End, Ref, Alt, tumor VAF): a hand-made result.txt of a pair.
 UNFILTERED = [
@@ -48,7 +48,7 @@ def run_cli(tmp_path, unfiltered, filtered, paired=True, tumor="T1", subprocess_
     args = ["--result", str(tmp_path / "r.txt"), "--filtered", str(tmp_path / "r.filt.txt"),
             "--tumor", tumor, "--tsv", str(tsv), "--png", str(png)]
     if subprocess_run:
-        subprocess.run([sys.executable, "-m", "genomon_smk.mutation_summary", *args], check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "genomon_smk.steps.mutation_summary", *args], check=True, capture_output=True)
     else:
         assert ms.main(args) == 0
     with open(tsv) as handle:

@@ -6,8 +6,8 @@ import subprocess
 
 import pysam
 
-from genomon_smk import mutil
-from genomon_smk.mutation_merge import header_columns, write_vcf
+from genomon_smk.tools import mutil
+from genomon_smk.steps.merge_mutation import header_columns, write_vcf
 
 PARAMS = ["--fish_pval", "1.0", "--realign_pval", "1.0", "--eb_pval", "4.0", "--tcount", "4", "--ncount", "2"]
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from genomon_smk.mutfilter import cli
-from genomon_smk.mutfilter.breakpoint import COLUMNS, best_junction, junction_votes
-from genomon_smk.mutfilter.synth import ReadSpec, random_sequence, write_bam, write_reference
+from genomon_smk.tools.mutfilter import cli
+from genomon_smk.tools.mutfilter.breakpoint import COLUMNS, best_junction, junction_votes
+from synth import ReadSpec, random_sequence, write_bam, write_reference
 import pysam
 
 CHROM = "chr1"

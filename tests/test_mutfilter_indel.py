@@ -6,10 +6,10 @@ from collections import Counter
 
 import pytest
 
-from genomon_smk.mutfilter import cli
-from genomon_smk.mutfilter.indel import (COLUMNS, max_indel_mismatch,
+from genomon_smk.tools.mutfilter import cli
+from genomon_smk.tools.mutfilter.indel import (COLUMNS, max_indel_mismatch,
                                          parse_samtools_params, pileup_indels)
-from genomon_smk.mutfilter.synth import ReadSpec, pair, random_sequence, write_bam, write_reference
+from synth import ReadSpec, pair, random_sequence, write_bam, write_reference
 import pysam
 
 CHROM = "chr1"

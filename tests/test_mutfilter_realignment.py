@@ -5,11 +5,11 @@ import math
 import pytest
 from scipy.stats import beta, fisher_exact
 
-from genomon_smk.mutfilter import cli
-from genomon_smk.mutfilter.realignment import (PAIR_COLUMNS, SINGLE_COLUMNS, alt_template,
+from genomon_smk.tools.mutfilter import cli
+from genomon_smk.tools.mutfilter.realignment import (PAIR_COLUMNS, SINGLE_COLUMNS, alt_template,
                                                build_templates)
-from genomon_smk.mutfilter.synth import ReadSpec, pair, random_sequence, write_bam, write_reference
-from genomon_smk.mutfilter.table import parse_candidate
+from synth import ReadSpec, pair, random_sequence, write_bam, write_reference
+from genomon_smk.tools.mutfilter.table import parse_candidate
 import pysam
 
 CHROM = "chr1"
@@ -138,7 +138,7 @@ def test_parasail_scores_equal_ssw_score1():
 
     import parasail
 
-    from genomon_smk.mutfilter.realignment import GAP_EXTEND, GAP_OPEN, ParasailScorer
+    from genomon_smk.tools.mutfilter.realignment import GAP_EXTEND, GAP_OPEN, ParasailScorer
 
     rng = random.Random(3)
     ref_t = REF[800:1201]
@@ -251,7 +251,7 @@ def test_blat_refused_without_blat(data, tmp_path, capsys, monkeypatch):
 
 
 def test_vcf_candidate_coordinates():
-    from genomon_smk.mutfilter.vcf import vcf_candidate
+    from genomon_smk.tools.mutfilter.vcf import vcf_candidate
 
     def key(line):
         c = vcf_candidate(line)

@@ -6,8 +6,8 @@ import sys
 import pysam
 import pytest
 
-from genomon_smk.mutfilter import cli
-from genomon_smk.mutfilter.simplerepeat import COLUMNS, contig_candidates
+from genomon_smk.tools.mutfilter import cli
+from genomon_smk.tools.mutfilter.simplerepeat import COLUMNS, contig_candidates
 
 
 def repeat_row(chrom, start, end, unit):
@@ -82,7 +82,7 @@ def test_python_m_entry_point(db, tmp_path):
     target = tmp_path / "t.txt"
     target.write_text("1\t110\t110\tA\tG\n")
     out = tmp_path / "o.txt"
-    done = subprocess.run([sys.executable, "-m", "genomon_smk.mutfilter", "simplerepeat",
+    done = subprocess.run([sys.executable, "-m", "genomon_smk.tools.mutfilter", "simplerepeat",
                            "-t", str(target), "-o", str(out), "-S", db],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

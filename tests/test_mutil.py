@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from genomon_smk import mutil
+from genomon_smk.tools import mutil
 
 META = ["# Version: fisher-0.1 mutfilter-0.1 mutil-0.1", "# Analysis Date: 2026-01-01 00:00:00",
         "# User: tester"]
@@ -125,6 +125,6 @@ def test_module_runs_as_script(tmp_path):
     source.write_text("\t".join(SINGLE_COLUMNS) + "\n"
                       + "\t".join(make_row(SINGLE_COLUMNS, PASSING_SINGLE)) + "\n"
                       + "\t".join(make_row(SINGLE_COLUMNS, {"variantPairNum": "1"})) + "\n")
-    subprocess.run([sys.executable, "-m", "genomon_smk.mutil", "filter", "-i", str(source),
+    subprocess.run([sys.executable, "-m", "genomon_smk.tools.mutil", "filter", "-i", str(source),
                     "-o", str(target)] + SINGLE_PARAMS, check=True)
     assert len(target.read_text().splitlines()) == 2

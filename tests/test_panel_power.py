@@ -4,7 +4,7 @@ against mutil's --eb_pval (with three shallow normals Genomon's 4.0 removes ever
 import pytest
 
 from conftest import run_snakemake, write_config
-from genomon_smk import panel_power
+from genomon_smk.plan import panel_power
 
 
 def test_the_threshold_is_read_from_mutil_options():

@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 import pytest
 
 from conftest import REPO, assert_same_pair_results, pair_targets, scenario_variant
-from genomon_smk.reference import reference_files
+from genomon_smk.plan.reference import reference_files
 from test_pjm_workflow import finished_jobs, pjm_env  # noqa: F401 (pjm_env: fixture)
 
 pytestmark = [pytest.mark.pjm, pytest.mark.workflow, pytest.mark.timeout(900)]
@@ -136,7 +136,7 @@ def test_step_adapters_place_report_and_cancel_rule_jobs(pjm_env, tmp_path):
 set -u
 export GENOMON_SMK_SLOTS_PER_NODE=2 GENOMON_SMK_SLOT_DIR="$PWD/slots"
 wait_for() {{ until [ -e "$1" ]; do sleep 0.1; done; }}
-status() {{ {adapters}/mpiexec-step-status "$1" 2>>status.err; }}
+status() {{ {REPO}/profiles/step-status "$1" 2>>status.err; }}
 ok=$({adapters}/mpiexec-step ok.sh) fail=$({adapters}/mpiexec-step fail.sh)
 # The steps race for slots: the third is submitted once the first two hold theirs.
 wait_for ok.sh.started; wait_for fail.sh.started
@@ -159,7 +159,7 @@ echo "cancelled: $(status "$slow") $(cat "$slow.slot")" >>report
     assert wait_until_finished(job, timeout=100)[1:] == ("EXT", "0", "0")
     assert (tmp_path / "report").read_text().splitlines() == [
         "running: running running", "done: success failed success", "cancelled: running node 0, slot 0"]
-    assert re.search(rf"rule job failed in the PJM job {job} \(node 0, slot \d, mpiexec exit 3\): broken",
+    assert re.search(rf"rule job failed in the PJM job {job} \(node 0, slot \d, exit 3\): broken",
                      (tmp_path / "status.err").read_text())
     assert (tmp_path / "ok.sh.out").read_text() == "fine\n"
     assert not (tmp_path / "slow.finished").exists()

@@ -20,7 +20,7 @@ import yaml
 
 from conftest import (REPO, SNAKEMAKE_MODULE, assert_same_pair_results, finish_interruptible, pair_targets,
                       scenario_variant)
-from genomon_smk.reference import reference_files
+from genomon_smk.plan.reference import reference_files
 
 pytestmark = [pytest.mark.pjm, pytest.mark.workflow, pytest.mark.timeout(900)]
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from conftest import REPO, write_config
-from genomon_smk.planner import (
+from genomon_smk.plan.planner import (
     RULE_PRIORITY,
     Job,
     benchmark_durations,

@@ -12,8 +12,8 @@ import pysam
 import pytest
 
 from conftest import run_snakemake, write_config
-from genomon_smk import qc
-from genomon_smk.regions import read_regions
+from genomon_smk.steps import qc
+from genomon_smk.plan.regions import read_regions
 
 COLUMNS = (
     "LIBRARY\tUNPAIRED_READS_EXAMINED\tREAD_PAIRS_EXAMINED\tUNMAPPED_READS\tUNPAIRED_READ_DUPLICATES\t"
@@ -152,7 +152,7 @@ def run_integrity_cli(tmp_path, bam, expected_pairs):
     counts.write_text(json.dumps({"sample": "S1", "read_pairs": expected_pairs}))
     out = tmp_path / "integrity.txt"
     result = subprocess.run(
-        [sys.executable, "-m", "genomon_smk.qc", "integrity", "--sample", "S1",
+        [sys.executable, "-m", "genomon_smk.steps.qc", "integrity", "--sample", "S1",
          "--counts", str(counts), "--stats", str(stats), "--out", str(out)],
         capture_output=True, text=True,
     )

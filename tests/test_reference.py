@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from genomon_smk.reference import reference_problems
+from genomon_smk.plan.reference import reference_problems
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

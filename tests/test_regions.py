@@ -2,7 +2,7 @@
 
 import pytest
 
-from genomon_smk.regions import (
+from genomon_smk.plan.regions import (
     UNMAPPED,
     Interval,
     RegionLookup,

@@ -8,8 +8,8 @@ import socket
 import subprocess
 import time
 
-from genomon_smk import run_lock
-from genomon_smk.run_lock import Holder, acquire, clear, held_note, is_stale, lock_text, parse_lock, refusal, release
+from genomon_smk.plan import run_lock
+from genomon_smk.plan.run_lock import Holder, acquire, clear, held_note, is_stale, lock_text, parse_lock, refusal, release
 
 from conftest import REPO, SNAKEMAKE, write_config
 

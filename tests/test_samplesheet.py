@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from genomon_smk.samplesheet import InputError, imported_name_warnings, load_cohort
+from genomon_smk.plan.samplesheet import InputError, imported_name_warnings, load_cohort
 
 SCHEMAS = str(Path(__file__).resolve().parents[1] / "workflow" / "schemas")
 
@@ -102,7 +102,7 @@ def test_bad_genomon_sheets_are_refused(fastqs, text, message):
 
 
 def test_a_name_that_would_not_fit_a_file_name_is_refused():
-    from genomon_smk.samplesheet import name_problem
+    from genomon_smk.plan.samplesheet import name_problem
 
     assert "must fit the file system's 255 bytes" in name_problem("s" * 101)
     assert name_problem("s" * 100) is None

@@ -1,4 +1,4 @@
-"""Tests of genomon_smk.stats, the statistics shared by fisher and mutfilter realignment."""
+"""Tests of genomon_smk.tools.stats, the statistics shared by fisher and mutfilter realignment."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import beta as beta_dist
 from scipy.stats import fisher_exact
 
-from genomon_smk import stats
+from genomon_smk.tools import stats
 
 
 def test_fisher_exact_matches_scipy_relative_1e9():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from genomon_smk.timeline import (
+from genomon_smk.steps.timeline import (
     JobRecord,
     assign_lines,
     main,

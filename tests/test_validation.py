@@ -17,9 +17,9 @@ import snakemake
 import yaml
 
 from conftest import REPO, SNAKEMAKE, run_snakemake, write_config
-from genomon_smk.config_check import config_problems
-from genomon_smk.samplesheet import load_schema
-from genomon_smk.regions import make_regions, read_fai
+from genomon_smk.plan.config_check import config_problems
+from genomon_smk.plan.samplesheet import load_schema
+from genomon_smk.plan.regions import make_regions, read_fai
 
 pytestmark = pytest.mark.workflow
 
@@ -310,11 +310,11 @@ def test_dry_run_prints_the_storage_plan(tmp_path, testdata, no_slurm_probe):
     assert "shared_tmp" in plan and "10.0 GiB" in plan
 
 
-# --- the README's troubleshooting section quotes messages that exist
+# --- the troubleshooting page (docs/troubleshooting.md) quotes messages that exist
 
 
 def troubleshooting_messages(readme: str) -> list[str]:
-    """The backticked messages in the first column of the tables of the README's Troubleshooting section."""
+    """The backticked messages in the first column of the tables of the Troubleshooting section."""
     start = readme.index("## Troubleshooting")
     end = readme.find("\n## ", start + 1)
     section = readme[start:end if end != -1 else None]
@@ -333,8 +333,8 @@ def message_sources() -> str:
 
 
 def test_troubleshooting_section_quotes_real_messages():
-    readme = (REPO / "README.md").read_text()
-    assert "## Troubleshooting" in readme, "README.md has no '## Troubleshooting' section"
+    readme = (REPO / "docs" / "troubleshooting.md").read_text()
+    assert "## Troubleshooting" in readme, "docs/troubleshooting.md has no '## Troubleshooting' section"
     messages = troubleshooting_messages(readme)
     assert len(messages) > 30
     sources = message_sources()

@@ -12,7 +12,7 @@ import pysam
 import pytest
 
 from conftest import run_snakemake
-from genomon_smk.regions import read_regions
+from genomon_smk.plan.regions import read_regions
 
 SAMPLES = ["tumor", "normal", "pon1", "pon2", "pon3"]
 pytestmark = pytest.mark.workflow

@@ -13,23 +13,20 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
-from genomon_smk import job_tier_use, panel_power, run_lock
-from genomon_smk.config_check import config_problems
-from genomon_smk.fastq_split import chunk_name
-from genomon_smk.path_limits import path_problems
-from genomon_smk.reference import reference_files, reference_problems
-from genomon_smk.regions import make_regions
-from genomon_smk.samplesheet import (
+from genomon_smk.plan import job_tier_use, panel_power, run_lock
+from genomon_smk.plan.config_check import config_problems
+from genomon_smk.plan.path_limits import path_problems
+from genomon_smk.plan.reference import reference_files, reference_problems
+from genomon_smk.plan.regions import make_regions
+from genomon_smk.plan.samplesheet import (
     InputError,
     Lane,
     imported_name_warnings,
     load_cohort,
     load_schema,
 )
-from genomon_smk.stage import main as stage_main
-from genomon_smk.tier_usage import TierMonitor, leftover_report, write_leftovers
-from genomon_smk.stageplan import CohortShape, stage_table, stagger_delays
-from genomon_smk.tierplan import (
+from genomon_smk.plan.stage_plan import CohortShape, stage_table, stagger_delays
+from genomon_smk.plan.storage_plan import (
     conversion_uses,
     file_bytes,
     over_capacity,
@@ -38,6 +35,9 @@ from genomon_smk.tierplan import (
     plan_table,
     sample_uses,
 )
+from genomon_smk.plan.tier_monitor import TierMonitor, leftover_report, write_leftovers
+from genomon_smk.steps.fastq_split import chunk_name
+from genomon_smk.steps.stage_reference import main as stage_main
 
 min_version("9.0")
 
@@ -275,7 +275,7 @@ def sample_depth(member, genome_length):
 
 
 def panel_warnings():
-    """Warnings about each pair's panel, printed with the plan (see genomon_smk.panel_power)."""
+    """Warnings about each pair's panel, printed with the plan (see genomon_smk.plan.panel_power)."""
     genome_length = sum(i.end - i.start for r in REGIONS for i in r.intervals) or 1
     messages = []
     for pair in COHORT.pairs:
@@ -444,7 +444,7 @@ def report_tier_usage():
 def report_scratch_leftovers(when):
     """What lies on node_local/shared_tmp (the places visible from here) to the log and
     storage/scratch_leftovers.tsv: after a run, and at the start of one (a killed run reports
-    nothing itself). The rerun copes with all of it: see tier_usage.py."""
+    nothing itself): genomon_smk.plan.tier_monitor tells how the rerun copes."""
     tsv = f"{OUTPUT_DIR}/storage/scratch_leftovers.tsv"
     leftovers = TIER_MONITOR.leftovers(RUN_KEY)
     write_leftovers(leftovers, tsv, when)
@@ -533,7 +533,7 @@ def mutation_tools():
     }
     if config["mutation_tools"] == "builtin":
         return {
-            name: f"{PYTHON} -m genomon_smk.{module}"
+            name: f"{PYTHON} -m genomon_smk.tools.{module}"
             for name, module in modules.items()
         }
     ours = os.path.dirname(sys.executable)

@@ -35,7 +35,7 @@ rule region_table:
         max_length=config["regions"]["max_length"],
         pack_bp=config["regions"]["pack_bp"],
     shell:
-        "{params.python} -m genomon_smk.regions --fai {input.fai:q} {params.region_file}"
+        "{params.python} -m genomon_smk.plan.regions --fai {input.fai:q} {params.region_file}"
         " --max-length {params.max_length} --pack-bp {params.pack_bp} --out {output:q} > {log:q} 2>&1"
 
 
@@ -56,7 +56,7 @@ rule stage_reference:
         method=config["storage"]["reference_staging"],
     shell:
         """
-        {params.python} -m genomon_smk.stage setup --method {params.method} --cache {params.cache} \
+        {params.python} -m genomon_smk.steps.stage_reference setup --method {params.method} --cache {params.cache} \
             --manifest {output:q} {input:q} >{log:q} 2>&1
         """
 
@@ -86,12 +86,12 @@ rule map_reads:
         staging=config["storage"]["reference_staging"],
     shell:
         """
-        reference=$({params.python} -m genomon_smk.stage ensure --method {params.staging} --cache {params.cache} \
+        reference=$({params.python} -m genomon_smk.steps.stage_reference ensure --method {params.staging} --cache {params.cache} \
             --manifest {input.staged:q})
         {params.work_dir_setup} {log:q}
         bwa mem -t {threads} -K {params.batch_bases} {params.bwa_params} -R '{params.read_group}' \
             "$reference" {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq >"$work/aligned.sam" 2>{log:q}
-        {params.python} -m genomon_smk.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \
+        {params.python} -m genomon_smk.steps.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \
             "$work/aligned.sam" >>{log:q} 2>&1
         """
 
@@ -113,4 +113,4 @@ rule gather_map:
     params:
         python=PYTHON,
     shell:
-        "{params.python} -m genomon_smk.gather --out-dir {output:q} {input:q} > {log:q} 2>&1"
+        "{params.python} -m genomon_smk.steps.gather --out-dir {output:q} {input:q} > {log:q} 2>&1"

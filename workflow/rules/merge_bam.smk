@@ -28,7 +28,7 @@ rule merge_bam:
         {params.work_dir_setup} {log:q}
         printf '%s\\n' {input.bams:q} >"$work/regions.txt"
         samtools cat -b "$work/regions.txt" -o {output.bam:q} 2>{log:q}
-        {params.python} -m genomon_smk.bai_merge --merged {output.bam:q} --out {output.bai:q} \
+        {params.python} -m genomon_smk.steps.bai_merge --merged {output.bam:q} --out {output.bai:q} \
             --regions-file "$work/regions.txt" >>{log:q} 2>&1
         (cd "$(dirname {output.bam:q})" && md5sum "$(basename {output.bam:q})") >{output.md5:q}
         """

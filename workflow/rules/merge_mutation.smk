@@ -62,12 +62,12 @@ rule merge_mutation:
         (
             source {params.work_dir} {log:q}
             printf '%s\\n' {input.regions:q} >"$work/regions.txt"
-            {params.python} -m genomon_smk.mutation_merge result --out {output.result:q} {params.shape} \
+            {params.python} -m genomon_smk.steps.merge_mutation result --out {output.result:q} {params.shape} \
                 --version-of {params.versions} --regions-file "$work/regions.txt"
             {params.mutil_tool} filter -i {output.result:q} -o {output.filtered:q} {params.mutil}
-            {params.python} -m genomon_smk.mutation_merge vcf --result {output.filtered:q} --reference {input.reference:q} \
+            {params.python} -m genomon_smk.steps.merge_mutation vcf --result {output.filtered:q} --reference {input.reference:q} \
                 --out {output.vcf:q} --tumor {wildcards.tumor} {params.normal}
-            {params.python} -m genomon_smk.mutation_merge vcf --result {output.result:q} --reference {input.reference:q} \
+            {params.python} -m genomon_smk.steps.merge_mutation vcf --result {output.result:q} --reference {input.reference:q} \
                 --out {output.all_vcf:q} --tumor {wildcards.tumor} {params.normal} --filter-params {params.mutil:q}
         ) >{log:q} 2>&1
         """
@@ -106,7 +106,7 @@ rule mutation_summary:
         """
         (
             {params.work_dir_setup} {log:q}
-            {params.python} -m genomon_smk.mutation_summary --result {input.result:q} \
+            {params.python} -m genomon_smk.steps.mutation_summary --result {input.result:q} \
                 --filtered {input.filtered:q} --tumor {wildcards.tumor:q} \
                 --tsv {output.tsv:q} --png {output.png:q}
         ) >{log:q} 2>&1

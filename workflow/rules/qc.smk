@@ -42,7 +42,7 @@ rule read_pair_integrity:
         python=PYTHON,
     shell:
         """
-        if ! {params.python} -m genomon_smk.qc integrity --sample {wildcards.sample:q} \
+        if ! {params.python} -m genomon_smk.steps.qc integrity --sample {wildcards.sample:q} \
             --counts {input.counts:q} --stats {input.stats:q} --out {output.report:q} 2>{log:q}; then
             cat {log:q} >&2
             exit 1
@@ -79,7 +79,7 @@ rule coverage:
         """
         # -n: no per-base output; the summary and the cumulative distribution are what QC reads.
         mosdepth -n -t {threads} {params.prefix:q} {input.bam:q} 2>{log:q}
-        {params.python} -m genomon_smk.qc coverage --sample {wildcards.sample:q} \
+        {params.python} -m genomon_smk.steps.qc coverage --sample {wildcards.sample:q} \
             --summary {output.summary:q} --dist {output.dist:q} --depths {params.depths} \
             --out {output.table:q} 2>>{log:q}
         """
@@ -102,7 +102,7 @@ rule duplication_metrics:
     params:
         python=PYTHON,
     shell:
-        "{params.python} -m genomon_smk.qc sum-markdup --bam {input.bam:q} --out {output.metrics:q}"
+        "{params.python} -m genomon_smk.steps.qc sum-markdup --bam {input.bam:q} --out {output.metrics:q}"
         " {input.regions:q} 2>{log:q}"
 
 

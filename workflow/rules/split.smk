@@ -46,6 +46,6 @@ rule split_fastq:
         python=PYTHON,
         chunks=len(CHUNKS),
     shell:
-        "{params.python} -m genomon_smk.fastq_split --sample {wildcards.sample:q}"
+        "{params.python} -m genomon_smk.steps.fastq_split --sample {wildcards.sample:q}"
         " --fq1 {input.fq1:q} --fq2 {input.fq2:q}"
         " --out-dir {output.chunks:q} --chunks {params.chunks} --counts {output.counts:q} > {log:q} 2>&1"

@@ -52,7 +52,7 @@ rule utilisation_timeline:
     shell:
         """
         {params.work_dir_setup} {log:q}
-        {params.python} -m genomon_smk.timeline --benchmarks {params.benchmarks:q} {params.slots} \
+        {params.python} -m genomon_smk.steps.timeline --benchmarks {params.benchmarks:q} {params.slots} \
             --threads {params.threads} --png {output.png:q} --svg {output.svg:q} \
             --tsv {output.tsv:q} --summary {output.summary:q} >{log:q} 2>&1
         """

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pysam
 
-from genomon_smk.ebfilter import score_counts
+from genomon_smk.tools.ebfilter import score_counts
 
 # The site a warning is about: a clean panel, a tumor at its estimated depth, and this VAF
 # (a clonal heterozygous mutation at 50% purity).

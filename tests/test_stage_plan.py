@@ -6,7 +6,7 @@ import re
 import pytest
 
 from conftest import run_snakemake, write_config
-from genomon_smk.stageplan import (
+from genomon_smk.plan.stage_plan import (
     STAGES,
     TARGET_RULE,
     CohortShape,
@@ -123,7 +123,7 @@ def test_printed_stage_plan_matches_snakemakes_job_stats(tmp_path, testdata):
     stages, rules = printed_plan(result.stderr)
     snakemake = job_stats(result.stdout + result.stderr)
     unknown = set(snakemake) - set(stage_of_rule()) - {TARGET_RULE}
-    assert not unknown, f"rules without a stage in genomon_smk.stageplan.STAGES: {sorted(unknown)}"
+    assert not unknown, f"rules without a stage in genomon_smk.plan.stage_plan.STAGES: {sorted(unknown)}"
     assert rules == {rule: count for rule, count in snakemake.items() if rule != TARGET_RULE}
     assert stages == stage_jobs(snakemake)
     # 5 samples x 3 chunks; chr1 80 kb, chr2 60 kb, chr3 40 kb cut at 25 kb: 4 + 3 + 2 regions + unmapped.

@@ -2,7 +2,7 @@
 
 import pytest
 
-from genomon_smk.tierplan import human, over_capacity, parse_size, peaks, sample_uses
+from genomon_smk.plan.storage_plan import human, over_capacity, parse_size, peaks, sample_uses
 
 TIERS = {
     "split_fastq": {"output": "shared_tmp"},

@@ -9,7 +9,7 @@ Clean-room rebuild of Genomon's ``EBFilter`` from the facts in genomon-tools-spe
 
 For every candidate the tumor and each control of the panel are piled up at the
 variant's pileup position; per strand the controls' (depth, alt) counts are fitted
-with a penalised beta-binomial (:mod:`genomon_smk.betabinom`), the tumor's upper-tail
+with a penalised beta-binomial (:mod:`genomon_smk.tools.betabinom`), the tumor's upper-tail
 probability is taken under that fit, the two strands are combined with Fisher's method
 and ``-log10 p`` is reported (anno: an extra TAB column; VCF: INFO ``EB``).
 
@@ -42,8 +42,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402  (after the OPENBLAS setting)
 
-from genomon_smk import betabinom, tool_version  # noqa: E402
-from genomon_smk.mpileup import IndelToken, tokenize_read_bases  # noqa: E402
+from genomon_smk import tool_version  # noqa: E402
+from genomon_smk.tools import betabinom
+from genomon_smk.tools.mpileup import IndelToken, tokenize_read_bases  # noqa: E402
 
 LOG = logging.getLogger("EBFilter")
 
@@ -120,7 +121,7 @@ def in_region(contig: str, pos: int, region: tuple[str, int, float] | None) -> b
     return region is None or (contig == region[0] and region[1] <= pos <= region[2])
 
 
-# --- counting (read-base strings are split by genomon_smk.mpileup.tokenize_read_bases) ------
+# --- counting (read-base strings are split by genomon_smk.tools.mpileup.tokenize_read_bases) ------
 
 def count_snv(symbols: str, quals: str, alt: str, min_bq: int) -> tuple[int, int, int, int]:
     """(depth+, alt+, depth-, alt-) from cleaned symbols: bases with BQ >= min_bq only.
@@ -424,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point (``EBFilter`` / ``python -m genomon_smk.ebfilter``)."""
+    """Command-line entry point (``EBFilter`` / ``python -m genomon_smk.tools.ebfilter``)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
                         format="%(name)s: %(message)s")

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from genomon_smk.stage import describe, ensure_staged, main, purge, stage, staged_path
+from genomon_smk.steps.stage_reference import describe, ensure_staged, main, purge, stage, staged_path
 
 
 @pytest.fixture

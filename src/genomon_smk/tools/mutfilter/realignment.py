@@ -210,13 +210,13 @@ def count_fragments(reads: Iterable[tuple[str, str]], scorer) -> tuple[int, int,
 
 def fisher_score(t_ref: int, n_ref: int, t_alt: int, n_alt: int) -> str:
     """Clamped -log10 two-sided Fisher p of [[T_ref, N_ref], [T_alt, N_alt]] as ``%.3f``
-    (see :func:`genomon_smk.stats.fisher_score`)."""
+    (see :func:`genomon_smk.tools.stats.fisher_score`)."""
     return "%.3f" % stats.fisher_score(t_ref, n_ref, t_alt, n_alt)
 
 
 def beta_summary(alt: int, ref: int) -> tuple[str, str, str]:
     """10% quantile, mean and 90% quantile of Beta(alt+1, ref+1), each ``%.3f``
-    (see :func:`genomon_smk.stats.beta_posterior`)."""
+    (see :func:`genomon_smk.tools.stats.beta_posterior`)."""
     return tuple("%.3f" % value for value in stats.beta_posterior(alt, ref))
 
 

@@ -19,7 +19,7 @@ import sys
 
 import pysam
 
-from genomon_smk import mutil
+from genomon_smk.tools import mutil
 
 PAIR_COLUMNS = (
     "Chr Start End Ref Alt depth_tumor variantNum_tumor depth_normal variantNum_normal bases_tumor bases_normal "

@@ -15,7 +15,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 
-from genomon_smk.tierplan import human
+from genomon_smk.plan.storage_plan import human
 
 SCRATCH_TIERS = ("node_local", "shared_tmp")
 

@@ -1,4 +1,4 @@
-"""``python -m genomon_smk.mutfilter ...``"""
+"""``python -m genomon_smk.tools.mutfilter ...``"""
 
 import sys
 

@@ -14,7 +14,7 @@ from contextlib import ExitStack
 
 import pysam
 
-from genomon_smk.regions import RegionLookup, read_regions
+from genomon_smk.plan.regions import RegionLookup, read_regions
 
 # Region pieces are read once by the next stage on the same file system: light compression
 # keeps them small without making bwa's partner step wait on zlib.
@@ -47,7 +47,7 @@ def scatter(alignments: str, regions_tsv: str, out_dir: str) -> dict[str, int]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Scatter a SAM/BAM by region into one BAM per region.")
-    parser.add_argument("--regions", required=True, help="region table (genomon_smk.regions)")
+    parser.add_argument("--regions", required=True, help="region table (genomon_smk.plan.regions)")
     parser.add_argument("--out-dir", required=True)
     parser.add_argument("alignments", help="SAM or BAM from the aligner")
     args = parser.parse_args(argv)

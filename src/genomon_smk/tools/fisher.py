@@ -2,7 +2,7 @@
 
 Built from the facts in genomon-tools-spec.md section 2 (no upstream code). One
 ``samtools mpileup`` process per region streams tumor (and normal) together; each column is
-screened with cheap string counts first, then parsed (genomon_smk.mpileup), and the costly
+screened with cheap string counts first, then parsed (genomon_smk.tools.mpileup), and the costly
 statistics (Fisher's exact test, Beta quantiles) are computed only for columns that already
 pass every other output condition.
 
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, TextIO
 
 from genomon_smk import tool_version
-from genomon_smk.mpileup import (BASES, SNV_BASES, SampleCounts, build_mpileup_command,
+from genomon_smk.tools.mpileup import (BASES, SNV_BASES, SampleCounts, build_mpileup_command,
                                  count_sample, stream_mpileup, variant_read_upper_bound)
-from genomon_smk.stats import beta_posterior, fisher_score
+from genomon_smk.tools.stats import beta_posterior, fisher_score
 
 LOG = logging.getLogger("fisher")
 
@@ -333,7 +333,7 @@ def read_contigs(ref_fasta: str) -> list[tuple[str, int]]:
 
 def vcf_header(ref_fasta: str, sample_names: list[str], paired: bool) -> list[str]:
     """VCF 4.2 header lines (without newlines)."""
-    lines = ["##fileformat=VCFv4.2", "##source=genomon_smk.fisher", "##reference=" + ref_fasta]
+    lines = ["##fileformat=VCFv4.2", "##source=genomon_smk.tools.fisher", "##reference=" + ref_fasta]
     lines += ["##contig=<ID=%s,length=%d>" % contig for contig in read_contigs(ref_fasta)]
     if paired:
         lines.append('##INFO=<ID=FP,Number=1,Type=Float,Description="Minus log10 p-value of '

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import jsonschema
 import yaml
 
-from genomon_smk.regions import read_fai
+from genomon_smk.plan.regions import read_fai
 
 # Names reach file paths and shell command lines: allow only characters that need no quoting.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

@@ -1,7 +1,7 @@
 """Per-sample QC glue: duplicate metrics summed over regions, the read-pair integrity check and
 the coverage summary.
 
-Subcommands (``python -m genomon_smk.qc SUBCOMMAND ...``):
+Subcommands (``python -m genomon_smk.steps.qc SUBCOMMAND ...``):
 
 ``sum-markdup``  sum bammarkduplicates' per-region metrics into one Picard DuplicationMetrics file
 ``integrity``    fail unless the final BAM holds exactly the read pairs the FASTQ split counted
@@ -125,7 +125,7 @@ def format_duplication_metrics(input_bam, totals, columns=PICARD_COLUMNS):
         "## htsjdk.samtools.metrics.StringHeader",
         f"# MarkDuplicates INPUT=[{input_bam}] (bammarkduplicates per region, summed by genomon-smk)",
         "## htsjdk.samtools.metrics.StringHeader",
-        "# genomon_smk.qc sum-markdup",
+        "# genomon_smk.steps.qc sum-markdup",
         "",
         "## METRICS CLASS\tpicard.sam.DuplicationMetrics",
         "\t".join(columns),
@@ -239,7 +239,7 @@ def coverage_table(sample, mean, fractions):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="python -m genomon_smk.qc", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m genomon_smk.steps.qc", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     markdup = commands.add_parser("sum-markdup", help="sum per-region bammarkduplicates metrics")
@@ -282,7 +282,7 @@ def main(argv=None):
                 text = coverage_table(args.sample, mean_depth(summary), fraction_at_least(dist, args.depths))
             write_text(args.out, text)
     except (IntegrityError, ValueError, KeyError, OSError) as error:
-        print(f"genomon_smk.qc {args.command}: {error}", file=sys.stderr)
+        print(f"genomon_smk.steps.qc {args.command}: {error}", file=sys.stderr)
         return 1
     return 0
 

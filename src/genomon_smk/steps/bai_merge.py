@@ -662,7 +662,7 @@ def read_regions_file(path: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m genomon_smk.bai_merge",
+        prog="python -m genomon_smk.steps.bai_merge",
         description="Build merged.bam.bai from the region BAMs' indexes (merged.bam = samtools cat of them, in order).",
     )
     parser.add_argument("--merged", required=True, help="the samtools-cat output BAM")

@@ -13,7 +13,7 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass
 
-from genomon_smk.tierplan import human
+from genomon_smk.plan.storage_plan import human
 
 MARKER = "genomon-smk tier-use"
 

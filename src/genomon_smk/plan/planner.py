@@ -1,0 +1,375 @@
+"""Cohort planner: simulate a workflow's jobs on a cluster of N slots, with stage priorities.
+
+Jobs and their dependencies come from Snakemake (`snakemake -n --dag --forceall` of a config,
+parsed by `read_dot`) or from a table such as the Fugaku paper's (`paper_pipeline`); durations
+come from a finished run's benchmark files (mean seconds per rule, `benchmark_durations`) or from
+the same table (`paper_rule_durations`). The simulation is list scheduling: whenever a slot is
+free, the ready job with the highest priority (then the earliest released) starts; a job holds
+one slot by default (the paper's CMG). Several pipelines can be started at once or staggered,
+as the paper did (5 minutes apart, map jobs in a low-priority queue). `recommend_slots` finds
+the fewest slots that finish within a target turnaround.
+
+    python -m genomon_smk.plan.planner                                   # the paper's shape, 383 slots
+    python -m genomon_smk.plan.planner --configfile my/config.yaml --benchmarks results/benchmarks \
+        --slots 48 --pipelines 1 2 4 --target-hours 2 --slots-per-node 4 \
+        [--threads map_reads=2 markdup=2] [--timeline DIR]
+
+`--threads` makes a rule's jobs hold that many slots (a local run, where a slot is a core);
+`--timeline` draws each simulated schedule with the run timeline's chart (genomon_smk.steps.timeline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import math
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Snakemake priorities of the workflow's stages: map jobs fill the gaps (the paper's low-priority queue).
+STAGE_PRIORITY = {"split": 10, "map": 0, "markdup": 10, "merge_bam": 30, "identify": 20, "merge_mutation": 30}
+# The workflow's own priorities by rule (config `priorities`, the schema's defaults); other rules 0,
+# Snakemake's default.
+RULE_PRIORITY = {"bam_to_fastq": 10, "split_fastq": 10, "map_reads": 0, "gather_map": 10, "markdup": 10,
+                 "merge_bam": 30, "identify_mutations": 20, "merge_mutation": 30}
+# The paper shape's stages as the workflow's rules.
+RULE_OF_STAGE = {"split": "split_fastq", "map": "map_reads", "markdup": "markdup", "merge_bam": "merge_bam",
+                 "identify": "identify_mutations", "merge_mutation": "merge_mutation"}
+
+
+@dataclass
+class Job:
+    name: str
+    stage: str
+    duration: float
+    after: list[int] = field(default_factory=list)  # indexes of jobs this one waits for
+    pipeline: int = 0
+    threads: int = 1  # slots the job holds (1: one job per slot, as the paper's CMGs)
+
+
+@dataclass(frozen=True)
+class Result:
+    makespan: float
+    busy: float
+    slots: int
+    samples: int  # tumor/normal pairs, as the paper counts them
+    starts: tuple[float, ...] = ()  # start time of each job
+
+    @property
+    def utilisation(self) -> float:
+        return self.busy / (self.slots * self.makespan)
+
+    @property
+    def samples_per_hour(self) -> float:
+        return self.samples / (self.makespan / 3600)
+
+
+def simulate(jobs: list[Job], slots: int, samples: int, release: dict[int, float] | None = None,
+             priority: dict[str, int] | None = None) -> Result:
+    """Run the jobs on `slots` slots; pipeline p may start at release[p] seconds. A job holds
+    min(threads, slots) slots; when the best ready job does not fit, a lower one that does may
+    start (as Snakemake fills the cores left)."""
+    priority = STAGE_PRIORITY if priority is None else priority
+    release = release or {}
+    waiting = [len(job.after) for job in jobs]
+    dependents: list[list[int]] = [[] for _ in jobs]
+    for index, job in enumerate(jobs):
+        for before in job.after:
+            dependents[before].append(index)
+    ready: list[tuple[int, float, int]] = []  # (-priority, released at, job)
+    events: list[tuple[float, int]] = []  # (time, job) of job ends and pipeline releases (job -1 - p)
+    started = {p for p in {job.pipeline for job in jobs} if release.get(p, 0.0) <= 0.0}
+    for pipeline, at in release.items():
+        if pipeline not in started:  # (a pipeline released at 0 is started now, once)
+            heapq.heappush(events, (at, -1 - pipeline))
+    for index, job in enumerate(jobs):
+        if not job.after and job.pipeline in started:
+            heapq.heappush(ready, (-priority.get(job.stage, 0), 0.0, index))
+    now, free, busy, done = 0.0, slots, 0.0, 0
+    starts = [0.0] * len(jobs)
+    while done < len(jobs):
+        too_wide = []
+        while free and ready:
+            entry = heapq.heappop(ready)
+            index = entry[2]
+            need = min(jobs[index].threads, slots)
+            if need > free:
+                too_wide.append(entry)
+                continue
+            starts[index] = now
+            free -= need
+            busy += need * jobs[index].duration
+            heapq.heappush(events, (now + jobs[index].duration, index))
+        for entry in too_wide:
+            heapq.heappush(ready, entry)
+        if not events:
+            raise ValueError("jobs wait for each other: the dependencies have a cycle")
+        now, index = heapq.heappop(events)
+        if index < 0:  # a staggered pipeline starts
+            pipeline = -1 - index
+            started.add(pipeline)
+            for job_index, job in enumerate(jobs):
+                if job.pipeline == pipeline and not job.after:
+                    heapq.heappush(ready, (-priority.get(job.stage, 0), now, job_index))
+            continue
+        free += min(jobs[index].threads, slots)
+        done += 1
+        for after in dependents[index]:
+            waiting[after] -= 1
+            if waiting[after] == 0:
+                heapq.heappush(ready, (-priority.get(jobs[after].stage, 0), now, after))
+    return Result(makespan=now, busy=busy, slots=slots, samples=samples, starts=tuple(starts))
+
+
+# GRCh37 chromosomes (the markdup regions of the paper follow the contigs; small contigs make
+# the many short jobs) in bp.
+GRCH37_MAIN = [249250621, 243199373, 198022430, 191154276, 180915260, 171115067, 159138663, 146364022,
+               141213431, 135534747, 135006516, 133851895, 115169878, 107349540, 102531392, 90354753,
+               81195210, 78077248, 59128983, 63025520, 48129895, 51304566, 155270560, 59373566]
+
+
+def paper_pipeline(pipeline: int = 0, first_index: int = 0) -> list[Job]:
+    """One tumor/normal pair shaped as in the Fugaku paper: per sample a split job (count 347 s +
+    split 1146 s), 2712 map jobs of 98 s, 87 markdup jobs (bamsort 1513 s + bammarkduplicates
+    3370 s for the largest region, scaled by region length; 63 short jobs for the small contigs,
+    the unmapped reads and the decoy), a merge bam job (samtools cat 191 s); then per pair 275
+    identify-mutations jobs (up to 1250 s, scaled by interval length) and a merge."""
+    regions = GRCH37_MAIN + [16569] + [200_000] * 59 + [35_000_000, 171_823]  # chrM, GL contigs, hs37d5, EBV
+    regions = regions + [50_000_000]  # the unmapped reads: about one long region's work
+    assert len(regions) == 87
+    longest = max(regions)
+    intervals = [length for length in GRCH37_MAIN for _ in range(11)] + [16569]  # 275 intervals
+    intervals = intervals[:275]
+    jobs: list[Job] = []
+
+    def add(name, stage, duration, after):
+        jobs.append(Job(name, stage, duration, [first_index + a for a in after], pipeline))
+        return first_index + len(jobs) - 1
+
+    merges = []
+    for sample in ("normal", "tumor"):
+        split = add(f"{sample}.split", "split", 347 + 1146, [])
+        maps = [add(f"{sample}.map{i}", "map", 98.0, [split - first_index]) for i in range(2712)]
+        markdups = [
+            add(f"{sample}.markdup{i}", "markdup", 4883 * length / longest, [m - first_index for m in maps])
+            for i, length in enumerate(regions)
+        ]
+        merges.append(add(f"{sample}.merge_bam", "merge_bam", 191.0, [m - first_index for m in markdups]))
+    longest_interval = max(intervals)
+    calls = [
+        add(f"identify{i}", "identify", 1250 * length / longest_interval, [m - first_index for m in merges])
+        for i, length in enumerate(intervals)
+    ]
+    add("merge_mutation", "merge_mutation", 10.0, [c - first_index for c in calls])
+    return jobs
+
+
+def paper_cohort(pipelines: int, stagger: float) -> tuple[list[Job], dict[int, float]]:
+    jobs: list[Job] = []
+    for pipeline in range(pipelines):
+        jobs += paper_pipeline(pipeline, first_index=len(jobs))
+    return jobs, {p: p * stagger for p in range(pipelines)}
+
+
+def read_dot(text: str, stage_of_rule: dict[str, str] | None, duration: dict[str, float],
+             threads: dict[str, int] | None = None) -> list[Job]:
+    """Jobs from `snakemake -n --dag` output (dot): node labels carry the rule name. The stage of a
+    job is stage_of_rule[rule] (unknown rules: merge_mutation), or with stage_of_rule None the rule
+    itself (then simulate with rule priorities such as RULE_PRIORITY); threads[rule] slots each
+    (default 1)."""
+    threads = threads or {}
+    labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"\\]+)', text, flags=re.M))
+    order = {node: i for i, node in enumerate(labels)}
+
+    def stage(rule):
+        return rule if stage_of_rule is None else stage_of_rule.get(rule, "merge_mutation")
+
+    jobs = [Job(f"{labels[n]}#{n}", stage(labels[n]), duration.get(labels[n], 0.0), threads=threads.get(labels[n], 1))
+            for n in labels]
+    for before, after in re.findall(r"^\s*(\d+)\s*->\s*(\d+)", text, flags=re.M):
+        jobs[order[after]].after.append(order[before])
+    return jobs
+
+
+def dag_of_config(configfile: str, snakemake: str | None = None, cwd: str | None = None) -> str:
+    """`snakemake -n --dag --forceall --configfile CONFIG` (every job of the config, done or not),
+    run in cwd (the repository root, where workflow/Snakefile is)."""
+    snakemake = snakemake or str(Path(sys.executable).parent / "snakemake")
+    result = subprocess.run([snakemake, "-n", "--dag", "--forceall", "--configfile", configfile],
+                            cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"snakemake --dag failed:\n{result.stderr[-4000:]}")
+    return result.stdout
+
+
+def rule_of(job: Job) -> str:
+    """The rule of a job read from a dot (name 'rule#node')."""
+    return job.name.split("#")[0]
+
+
+def benchmark_durations(directory: str) -> dict[str, float]:
+    """Mean wall-clock seconds per rule of a finished run's benchmark files ({rule}/{wildcards}.tsv)."""
+    from genomon_smk.steps.timeline import read_benchmarks  # (matplotlib is imported only to draw)
+
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for record in read_benchmarks(directory, exclude=()):  # the timeline job is a job of the DAG too
+        seconds[record.rule].append(record.seconds)
+    return {rule: sum(values) / len(values) for rule, values in seconds.items()}
+
+
+def paper_rule_durations() -> dict[str, float]:
+    """Mean seconds per rule of the paper's shape (`paper_pipeline`): split 1493, map 98, markdup and
+    identify mutations averaged over their regions, merge bam 191, merge mutation 10. The paper has
+    no gather or QC step: those rules take 0 s."""
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for job in paper_pipeline():
+        seconds[RULE_OF_STAGE[job.stage]].append(job.duration)
+    return {rule: sum(values) / len(values) for rule, values in seconds.items()}
+
+
+def pairs_in(jobs: list[Job]) -> int:
+    """Tumor/normal pairs a DAG analyses (merge_mutation jobs), or samples (merge_bam jobs) without pairs."""
+    rules = [rule_of(job) for job in jobs]
+    return rules.count("merge_mutation") or rules.count("merge_bam") or 1
+
+
+def replicate(jobs: list[Job], copies: int, stagger: float) -> tuple[list[Job], dict[int, float]]:
+    """`copies` pipelines of the same DAG, pipeline p released at p * stagger seconds."""
+    cohort: list[Job] = []
+    for pipeline in range(copies):
+        offset = len(cohort)
+        cohort += [Job(job.name, job.stage, job.duration, [offset + a for a in job.after], pipeline, job.threads)
+                   for job in jobs]
+    return cohort, {p: p * stagger for p in range(copies)}
+
+
+def recommend_slots(jobs: list[Job], samples: int, target: float, release: dict[int, float] | None = None,
+                    priority: dict[str, int] | None = None) -> tuple[int, Result] | None:
+    """The fewest slots (by bisection) whose simulated makespan is within `target` seconds, with
+    that simulation; None if even one slot per job misses it (the critical path is longer)."""
+    widest = max(1, len(jobs))
+    best = simulate(jobs, widest, samples, release, priority)
+    if best.makespan > target:
+        return None
+    low, high = 1, widest  # makespan(high) <= target
+    while low < high:
+        middle = (low + high) // 2
+        result = simulate(jobs, middle, samples, release, priority)
+        if result.makespan <= target:
+            high, best = middle, result
+        else:
+            low = middle + 1
+    return high, (best if best.slots == high else simulate(jobs, high, samples, release, priority))
+
+
+def config_priorities(configfile: str) -> dict[str, int]:
+    """RULE_PRIORITY with the config file's `priorities` over it."""
+    import yaml
+
+    with open(configfile) as handle:
+        config = yaml.safe_load(handle) or {}
+    return {**RULE_PRIORITY, **(config.get("priorities") or {})}
+
+
+def row(count: int, result: Result) -> str:
+    return (f"{count:>9} {result.slots:>6} {result.makespan / 3600:>7.2f} {result.samples_per_hour:>9.2f} "
+            f"{100 * result.utilisation:>13.1f}")
+
+
+def draw_schedule(jobs: list[Job], result: Result, path: str) -> None:
+    """The simulated schedule as the run's utilisation timeline (genomon_smk.steps.timeline's chart)."""
+    from genomon_smk.steps.timeline import JobRecord, assign_lines, draw
+
+    records = [JobRecord(RULE_OF_STAGE.get(job.stage, rule_of(job)), job.name, start, start + job.duration,
+                         min(job.threads, result.slots))
+               for job, start in zip(jobs, result.starts)]
+    # The simulation never holds more than `slots` at once, so no line is added.
+    draw(records, assign_lines(records, tolerance=0.0), result_summary(result, len(jobs)), [path])
+
+
+def result_summary(result: Result, jobs: int):
+    from genomon_smk.steps.timeline import Summary
+
+    return Summary(jobs=jobs, slots=result.slots, makespan=result.makespan, busy=result.busy, samples=result.samples)
+
+
+def parse_threads(values: list[str]) -> dict[str, int]:
+    from genomon_smk.steps.timeline import parse_threads as parse
+
+    return parse(values)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Simulate 1..k pipelines on N slots, with the stage priorities.")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--configfile", help="plan this config's jobs (runs `snakemake -n --dag --forceall` here)")
+    source.add_argument("--dag", help="a saved `snakemake -n --dag` output ('-': stdin)")
+    parser.add_argument("--benchmarks", help="a finished run's {output_dir}/benchmarks: mean seconds per rule "
+                        "(default: the paper's durations)")
+    parser.add_argument("--slots", type=int, default=383, help="job slots (the paper: 96 nodes x 4 CMGs - 1)")
+    parser.add_argument("--pipelines", type=int, nargs="+", default=[1, 2, 3, 4], help="pipelines at once")
+    parser.add_argument("--stagger", type=float, default=300.0, help="seconds between pipeline starts")
+    parser.add_argument("--threads", nargs="*", default=[], metavar="RULE=N",
+                        help="slots a job of RULE holds (its threads, for a local run); default 1")
+    parser.add_argument("--target-hours", type=float, help="recommend the fewest slots that finish in this time")
+    parser.add_argument("--slots-per-node", type=int, default=4, help="for the node count (A64FX: 4 CMGs)")
+    parser.add_argument("--timeline", metavar="DIR",
+                        help="draw each simulated schedule as DIR/planned_<N>pipelines.png (the run timeline's chart)")
+    args = parser.parse_args(argv)
+    try:
+        threads = parse_threads(args.threads)
+    except argparse.ArgumentTypeError as error:
+        parser.error(str(error))
+
+    if args.configfile or args.dag:
+        if args.configfile:
+            dot = dag_of_config(args.configfile)
+        else:
+            dot = sys.stdin.read() if args.dag == "-" else Path(args.dag).read_text()
+        durations = benchmark_durations(args.benchmarks) if args.benchmarks else paper_rule_durations()
+        one = read_dot(dot, None, durations, threads)
+        priority = config_priorities(args.configfile) if args.configfile else RULE_PRIORITY
+        per_pipeline = pairs_in(one)
+        source_text = f"the DAG of {args.configfile or args.dag}"
+
+        def cohort(count):
+            return replicate(one, count, args.stagger)
+    else:
+        if args.benchmarks:
+            parser.error("--benchmarks needs a DAG: --configfile or --dag")
+        priority, per_pipeline, source_text = STAGE_PRIORITY, 1, "the paper's pipeline shape"
+
+        def cohort(count):
+            return paper_cohort(count, args.stagger)
+    durations_text = f"mean seconds per rule of {args.benchmarks}" if args.benchmarks else "the paper's durations"
+    jobs_one, _ = cohort(1)
+    print(f"{len(jobs_one)} jobs per pipeline ({per_pipeline} pair(s)) from {source_text}; {durations_text}")
+    print(f"{'pipelines':>9} {'slots':>6} {'hours':>7} {'samples/h':>9} {'utilisation %':>13}")
+    for count in args.pipelines:
+        jobs, release = cohort(count)
+        result = simulate(jobs, args.slots, count * per_pipeline, release, priority)
+        print(row(count, result))
+        if args.timeline:
+            Path(args.timeline).mkdir(parents=True, exist_ok=True)
+            draw_schedule(jobs, result, str(Path(args.timeline) / f"planned_{count}pipelines.png"))
+    if args.target_hours:
+        print(f"fewest slots to finish within {args.target_hours:g} h:")
+        for count in args.pipelines:
+            jobs, release = cohort(count)
+            found = recommend_slots(jobs, count * per_pipeline, args.target_hours * 3600, release, priority)
+            if found is None:
+                critical = simulate(jobs, len(jobs), count * per_pipeline, release, priority).makespan
+                print(f"{count:>9} pipeline(s): not reachable, the critical path alone takes {critical / 3600:.2f} h")
+                continue
+            slots, result = found
+            nodes = math.ceil(slots / args.slots_per_node)
+            print(row(count, result) + f"   -> {slots} slots = {nodes} nodes of {args.slots_per_node}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Identify mutations in one region of one pair, as Genomon chains its tools:
+
+pair:       fisher comparison -> mutfilter realignment -> indel -> breakpoint -> simplerepeat -> EBFilter
+tumor only: fisher single     -> mutfilter realignment                       -> simplerepeat -> EBFilter
+
+simplerepeat only with a simple-repeat database (otherwise its two columns are `---`), EBFilter
+only with a control panel. Each tool is a command line (genomon-smk's own or upstream's), run
+with its Genomon options; the header-less "anno" tables pass through files in a work directory,
+and the result is moved into place only when every step succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+TOOLS = ("fisher", "mutfilter", "EBFilter")
+
+
+@dataclass(frozen=True)
+class Chain:
+    """What one identify-mutations job works on."""
+
+    tumor: str
+    reference: str
+    region_file: str
+    work: str
+    tools: dict[str, list[str]]
+    normal: str | None = None
+    panel: tuple[str, ...] = ()
+    simple_repeat_db: str | None = None
+    options: dict[str, list[str]] = field(default_factory=dict)
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.work, name)
+
+
+def filter_commands(chain: Chain) -> list[list[str]]:
+    """fisher and the filters that need the BAMs, ending in filtered.txt."""
+    tool, option, path = chain.tools, chain.options.get, chain.path
+    if not chain.normal:
+        return [
+            [*tool["fisher"], "single", "-1", chain.tumor, "-r", chain.reference, "-s", "samtools",
+             "-L", chain.region_file, "-o", path("fisher.txt"), *option("fisher", [])],
+            [*tool["mutfilter"], "realignment", "-t", path("fisher.txt"), "-1", chain.tumor,
+             "-r", chain.reference, "-o", path("filtered.txt"), *option("realignment", [])],
+        ]
+    return [
+        [*tool["fisher"], "comparison", "-1", chain.tumor, "-2", chain.normal, "-r", chain.reference,
+         "-s", "samtools", "-L", chain.region_file, "-o", path("fisher.txt"), *option("fisher", [])],
+        [*tool["mutfilter"], "realignment", "-t", path("fisher.txt"), "-1", chain.tumor, "-2", chain.normal,
+         "-r", chain.reference, "-o", path("realignment.txt"), *option("realignment", [])],
+        [*tool["mutfilter"], "indel", "-t", path("realignment.txt"), "-2", chain.normal, "-s", "samtools",
+         "-o", path("indel.txt"), *option("indel", [])],
+        [*tool["mutfilter"], "breakpoint", "-t", path("indel.txt"), "-2", chain.normal,
+         "-o", path("filtered.txt"), *option("breakpoint", [])],
+    ]
+
+
+def simple_repeat_command(chain: Chain) -> list[str]:
+    return [*chain.tools["mutfilter"], "simplerepeat", "-t", chain.path("filtered.txt"),
+            "-S", chain.simple_repeat_db, "-o", chain.path("annotated.txt")]
+
+
+def ebfilter_command(chain: Chain) -> list[str]:
+    return [*chain.tools["EBFilter"], "-f", "anno", "--loption", *chain.options.get("eb", []),
+            chain.path("annotated.txt"), chain.tumor, chain.path("panel.txt"), chain.path("result.txt")]
+
+
+def commands(chain: Chain) -> list[list[str]]:
+    """Every tool command line of the chain, in order."""
+    return (filter_commands(chain) + ([simple_repeat_command(chain)] if chain.simple_repeat_db else [])
+            + ([ebfilter_command(chain)] if chain.panel else []))
+
+
+def without_simple_repeats(source: str, destination: str) -> None:
+    """The two simplerepeat columns as `---` on every row, as when no repeat is found."""
+    with open(source) as rows, open(destination, "w") as out:
+        for row in rows:
+            out.write(row.rstrip("\n") + "\t---\t---\n")
+
+
+def execute(command: list[str]) -> None:
+    print("+", shlex.join(command), file=sys.stderr, flush=True)
+    subprocess.run(command, check=True)
+
+
+def run(chain: Chain, output: str) -> None:
+    """Run the chain, then move its result to `output`; a failing tool raises CalledProcessError."""
+    os.makedirs(chain.work, exist_ok=True)
+    for command in filter_commands(chain):
+        execute(command)
+    if chain.simple_repeat_db:
+        execute(simple_repeat_command(chain))
+    else:
+        without_simple_repeats(chain.path("filtered.txt"), chain.path("annotated.txt"))
+    result = chain.path("annotated.txt")
+    if chain.panel:
+        with open(chain.path("panel.txt"), "w") as listing:
+            listing.writelines(f"{bam}\n" for bam in chain.panel)
+        execute(ebfilter_command(chain))
+        result = chain.path("result.txt")
+    shutil.move(result, output)  # the work directory may be on another file system
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tumor", required=True)
+    parser.add_argument("--normal", help="matched normal BAM; without it, tumor-only (fisher single)")
+    parser.add_argument("--panel", nargs="*", default=[], help="control-panel BAMs; without them, no EBFilter")
+    parser.add_argument("--reference", required=True)
+    parser.add_argument("--intervals", required=True, help="the region's samtools intervals, comma-separated")
+    parser.add_argument("--simple-repeat-db", default="", help="Genomon's simple-repeat database (bgzip + tabix)")
+    parser.add_argument("--work-dir", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--tools", nargs="+", required=True, metavar="NAME=COMMAND",
+                        help=f"the command line of each of {', '.join(TOOLS)}")
+    for step in ("fisher", "realignment", "indel", "breakpoint", "eb"):
+        parser.add_argument(f"--{step}-options", default="",
+                            help=f"{step}'s options, one string (give it as --{step}-options=...)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    tools = dict(item.split("=", 1) for item in args.tools)
+    missing = [name for name in TOOLS if name not in tools]
+    if missing:
+        raise SystemExit(f"identify_mutations: no --tool for {', '.join(missing)}")
+    region_file = os.path.join(args.work_dir, "region.txt")
+    os.makedirs(args.work_dir, exist_ok=True)
+    with open(region_file, "w") as out:
+        out.write(args.intervals + "\n")
+    chain = Chain(
+        tumor=args.tumor,
+        normal=args.normal or None,
+        panel=tuple(bam for bam in args.panel if bam),
+        reference=args.reference,
+        region_file=region_file,
+        work=args.work_dir,
+        tools={name: shlex.split(command) for name, command in tools.items()},
+        simple_repeat_db=args.simple_repeat_db or None,
+        options={step: shlex.split(getattr(args, f"{step}_options"))
+                 for step in ("fisher", "realignment", "indel", "breakpoint", "eb")},
+    )
+    try:
+        run(chain, args.output)
+    except subprocess.CalledProcessError as error:
+        print(f"identify_mutations: {shlex.join(error.cmd)} failed with exit status {error.returncode}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The identify-mutations driver: each branch of Genomon's chain (pair or tumor only, with or
+without a simple-repeat database, with or without a panel) runs the right tools in order on the
+right files, and a failing tool fails the job without a result."""
+
+import subprocess
+import sys
+
+import pytest
+
+from genomon_smk.steps import identify_mutations as driver
+
+# A stand-in for fisher, mutfilter and EBFilter: logs its arguments, then writes its output
+# table: fisher two rows, a filter its input with its name appended, EBFilter likewise.
+STAND_IN = r"""
+import sys
+name, args = sys.argv[1], sys.argv[2:]
+with open(sys.argv[0] + ".calls", "a") as log:
+    log.write(" ".join([name] + args) + "\n")
+if "FAIL" in args:
+    sys.exit(4)
+if name == "fisher":
+    rows = ["chr1\t10\t10\tA\tT\n", "chr1\t20\t20\tG\tC\n"]
+else:
+    source = args[args.index("-t") + 1] if "-t" in args else args[-4]
+    rows = [line.rstrip("\n") + f"\t{args[0] if name == 'mutfilter' else 'eb'}\n" for line in open(source)]
+output = args[args.index("-o") + 1] if "-o" in args else args[-1]
+with open(output, "w") as out:
+    out.writelines(rows)
+"""
+
+
+@pytest.fixture
+def tools(tmp_path):
+    script = tmp_path / "stand_in.py"
+    script.write_text(STAND_IN)
+    return script, [f"{name}={sys.executable} {script} {name}" for name in ("fisher", "mutfilter", "EBFilter")]
+
+
+def identify(tmp_path, tools, *extra):
+    script, commands = tools
+    output = tmp_path / "region.txt"
+    result = subprocess.run(
+        [sys.executable, "-m", "genomon_smk.steps.identify_mutations", "--tumor", "t.bam", "--reference", "ref.fa",
+         "--intervals", "chr1:1-100,chr2:1-50", "--work-dir", str(tmp_path / "work"), "--output", str(output),
+         "--tools", *commands, "--fisher-options=--min_depth 8 --base_quality 15", "--eb-options=-q 20 -Q 15",
+         *extra], capture_output=True, text=True)
+    calls = [line.split() for line in script.with_name("stand_in.py.calls").read_text().splitlines()]
+    return result, output, calls
+
+
+def steps(calls):
+    return [call[0] if call[0] != "mutfilter" else call[1] for call in calls]
+
+
+@pytest.mark.parametrize("normal, repeats, panel, expected, columns", [
+    (True, True, True, ["fisher", "realignment", "indel", "breakpoint", "simplerepeat", "EBFilter"],
+     ["realignment", "indel", "breakpoint", "simplerepeat", "eb"]),
+    (True, False, False, ["fisher", "realignment", "indel", "breakpoint"],
+     ["realignment", "indel", "breakpoint", "---", "---"]),
+    (False, True, False, ["fisher", "realignment", "simplerepeat"], ["realignment", "simplerepeat"]),
+    (False, False, True, ["fisher", "realignment", "EBFilter"], ["realignment", "---", "---", "eb"]),
+])
+def test_each_branch_runs_genomons_chain(tmp_path, tools, normal, repeats, panel, expected, columns):
+    extra = (["--normal=n.bam"] if normal else []) + (["--simple-repeat-db", "rep.bed.gz"] if repeats else []) \
+        + (["--panel", "p1.bam", "p2.bam"] if panel else [])
+    result, output, calls = identify(tmp_path, tools, *extra)
+    assert result.returncode == 0, result.stderr
+    assert steps(calls) == expected
+    assert calls[0][1] == ("comparison" if normal else "single")
+    assert calls[0][calls[0].index("-L") + 1] == str(tmp_path / "work" / "region.txt")
+    assert (tmp_path / "work" / "region.txt").read_text() == "chr1:1-100,chr2:1-50\n"
+    assert calls[0][-4:] == ["--min_depth", "8", "--base_quality", "15"]  # the options as separate words
+    if normal:
+        assert all("n.bam" in call for call in calls[:4])
+    if panel:
+        assert calls[-1][1:5] == ["-f", "anno", "--loption", "-q"]
+        assert (tmp_path / "work" / "panel.txt").read_text() == "p1.bam\np2.bam\n"
+    rows = output.read_text().splitlines()
+    assert [row.split("\t")[5:] for row in rows] == [columns] * 2
+
+
+def test_a_failing_tool_fails_the_job_and_leaves_no_result(tmp_path, tools):
+    result, output, calls = identify(tmp_path, tools, "--normal=n.bam", "--indel-options=FAIL")
+    assert result.returncode == 1
+    assert "mutfilter indel" in result.stderr and "failed with exit status 4" in result.stderr
+    assert steps(calls) == ["fisher", "realignment", "indel"] and not output.exists()
+
+
+def test_an_empty_panel_argument_means_no_panel():
+    chain = driver.Chain(tumor="t", reference="r", region_file="x", work="w", tools={"fisher": ["f"],
+                         "mutfilter": ["m"], "EBFilter": ["e"]}, panel=())
+    assert [command[0] for command in driver.commands(chain)] == ["f", "m"]

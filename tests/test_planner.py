@@ -99,12 +99,6 @@ def test_replicated_pipelines_are_independent_and_staggered():
     assert simulate(cohort, 10, samples=3, release=release).makespan == 30.0
 
 
-def test_rule_priorities_are_the_workflow_defaults():
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
-    defaults = {rule: spec["default"] for rule, spec in schema["properties"]["priorities"]["properties"].items()}
-    assert RULE_PRIORITY == defaults
-
-
 @pytest.mark.workflow
 def test_planner_takes_the_real_dag_and_the_runs_benchmarks(pipeline_run, tmp_path, capsys):
     config = pipeline_run.parent / "config" / "config.yaml"

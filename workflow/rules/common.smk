@@ -18,6 +18,7 @@ from genomon_smk.plan.config_check import config_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan.reference import reference_files, reference_problems
 from genomon_smk.plan.regions import make_regions
+from genomon_smk.plan.rules import PRIORITIES
 from genomon_smk.plan.samplesheet import (
     InputError,
     Lane,
@@ -66,6 +67,7 @@ CONFIG_PROBLEMS = config_problems(
 if CONFIG_PROBLEMS:
     raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))
 validate(config, SCHEMAS / "config.schema.yaml", set_default=True)
+config["priorities"] = {**PRIORITIES, **config["priorities"]}
 
 
 def config_path(value):

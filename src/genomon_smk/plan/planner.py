@@ -30,15 +30,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Snakemake priorities of the workflow's stages: map jobs fill the gaps (the paper's low-priority queue).
-STAGE_PRIORITY = {"split": 10, "map": 0, "markdup": 10, "merge_bam": 30, "identify": 20, "merge_mutation": 30}
-# The workflow's own priorities by rule (config `priorities`, the schema's defaults); other rules 0,
-# Snakemake's default.
-RULE_PRIORITY = {"bam_to_fastq": 10, "split_fastq": 10, "map_reads": 0, "gather_map": 10, "markdup": 10,
-                 "merge_bam": 30, "identify_mutations": 20, "merge_mutation": 30}
-# The paper shape's stages as the workflow's rules.
+from genomon_smk.plan.rules import PRIORITIES, priority
+
+# The workflow's default priorities by rule (the config's `priorities` overrides them); other
+# rules 0, Snakemake's default.
+RULE_PRIORITY = PRIORITIES
+# The paper shape's stages as the workflow's rules, and their priorities: map jobs fill the gaps
+# (the paper's low-priority queue).
 RULE_OF_STAGE = {"split": "split_fastq", "map": "map_reads", "markdup": "markdup", "merge_bam": "merge_bam",
                  "identify": "identify_mutations", "merge_mutation": "merge_mutation"}
+STAGE_PRIORITY = {stage: priority(rule) for stage, rule in RULE_OF_STAGE.items()}
 
 
 @dataclass

@@ -12,50 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Genomon's stages in pipeline order, each with its rules and what a rule has one job per.
-# `run` = one job for the whole run; `qc run` = one if any sample gets QC.
-STAGES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
-    ("bam tofastq", (("bam_to_fastq", "bam_tofastq BAM"),)),
-    ("bam import", (("import_bam", "imported sample"),)),
-    ("split files", (("stagger_start", "staggered sample"), ("split_fastq", "sample"))),
-    (
-        "map",
-        (
-            ("region_table", "run"),
-            ("stage_reference", "run"),
-            ("map_reads", "sample x chunk"),
-            ("gather_map", "sample"),
-        ),
-    ),
-    ("markdup", (("markdup", "sample x region"),)),
-    ("merge bam", (("merge_bam", "sample"),)),
-    ("identify mutations", (("identify_mutations", "pair x mutation region"),)),
-    ("merge mutation", (("merge_mutation", "pair"), ("mutation_summary", "pair"))),
-    (
-        "qc",
-        (
-            ("bam_stats", "qc sample"),
-            ("read_pair_integrity", "mapped qc sample"),
-            ("coverage", "qc sample"),
-            ("duplication_metrics", "mapped qc sample"),
-            ("multiqc", "qc run"),
-            ("utilisation_timeline", "run"),
-        ),
-    ),
+from genomon_smk.plan.rules import RULES, TARGET_RULE
+from genomon_smk.plan.rules import STAGES as STAGE_NAMES
+
+# Genomon's stages in pipeline order, each with its rules and what a rule has one job per
+# (from the rule table). `run` = one job for the whole run; `qc run` = one if any sample gets QC.
+STAGES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = tuple(
+    (stage, tuple((rule.name, rule.per) for rule in RULES if rule.stage == stage)) for stage in STAGE_NAMES
 )
-# The rule that only names the run's final files; Snakemake counts it as one job.
-TARGET_RULE = "all"
 # The tiers a rule writes on, as the config's storage.rules key and roles; rules not listed write
 # to output_dir (global). stage_reference copies the reference to the cache tier.
 STORAGE_ROLES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "bam_to_fastq": ("bam_to_fastq", ("output", "temp")),
-    "split_fastq": ("split_fastq", ("output",)),
-    "map_reads": ("map", ("output", "temp")),
-    "gather_map": ("map", ("output",)),
-    "markdup": ("markdup", ("output", "temp")),
-    "merge_bam": ("merge_bam", ("output", "temp")),
-    "identify_mutations": ("identify_mutations", ("output", "temp")),
-    "merge_mutation": ("merge_mutation", ("output", "temp")),
+    rule.name: (rule.tier_key, rule.tier_roles) for rule in RULES if rule.tier_key
 }
 
 

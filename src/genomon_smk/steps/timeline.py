@@ -42,38 +42,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-# Genomon's stages (the paper's task names) of this workflow's rules; the colours follow the
-# pipeline's order.
-STAGE_OF_RULE = {
-    "bam_to_fastq": "split",
-    "import_bam": "merge bam",
-    "stagger_start": "split",
-    "split_fastq": "split",
-    "region_table": "map",
-    "stage_reference": "map",
-    "map_reads": "map",
-    "gather_map": "map",
-    "markdup": "markdup",
-    "merge_bam": "merge bam",
-    "identify_mutations": "identify mutations",
-    "merge_mutation": "merge mutation",
-    "mutation_summary": "merge mutation",
-    "bam_stats": "qc",
-    "read_pair_integrity": "qc",
-    "coverage": "qc",
-    "duplication_metrics": "qc",
-    "multiqc": "qc",
-}
-STAGE_COLOURS = {
-    "split": "#4e79a7",
-    "map": "#f28e2b",
-    "markdup": "#59a14f",
-    "merge bam": "#b07aa1",
-    "identify mutations": "#e15759",
-    "merge mutation": "#edc948",
-    "qc": "#76b7b2",
-    "other": "#bab0ac",
-}
+from genomon_smk.plan.rules import RULES, STAGES
+
+# Each rule's Genomon stage (from the rule table); the colours follow the pipeline's order.
+STAGE_OF_RULE = {rule.name: rule.stage for rule in RULES}
+STAGE_COLOURS = dict(
+    zip(
+        (*STAGES, "other"),
+        ("#9c755f", "#ff9da7", "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#edc948", "#76b7b2",
+         "#bab0ac"),
+        strict=True,
+    )
+)
 # The rule that draws the timeline is not part of the run it draws.
 TIMELINE_RULE = "utilisation_timeline"
 # Benchmark times are the job's own measurements: a job may appear to start a moment before the

@@ -1,0 +1,62 @@
+"""The workflow's rules and the facts about each, written once: its Genomon stage, what it has one
+job per, its default Snakemake priority and the storage tiers it writes. The stage plan, the
+utilisation timeline, the cohort planner and the config's defaults read them from here; a test
+checks that every rule of the workflow is in the table and nothing else is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    stage: str  # Genomon's stage, as the stage plan and the timeline name it
+    per: str  # what the rule has one job per (see stage_plan.CohortShape.per)
+    # The default of the config's priorities.<rule>; None: not configurable (Snakemake's 0).
+    priority: int | None = None
+    # The config's storage.rules key of the rule's files and the roles it has there (`output`,
+    # `temp`); no key: it writes to output_dir (global). stage_reference writes the cache tier.
+    tier_key: str | None = None
+    tier_roles: tuple[str, ...] = ()
+
+
+# In pipeline order. Map jobs have the lowest priority, so a pair's later stages overtake the
+# next pair's map jobs and the map jobs fill the gaps (the Fugaku paper's low-priority queue).
+RULES: tuple[Rule, ...] = (
+    Rule("bam_to_fastq", "bam tofastq", "bam_tofastq BAM", 10, "bam_to_fastq", ("output", "temp")),
+    Rule("import_bam", "bam import", "imported sample"),
+    Rule("stagger_start", "split files", "staggered sample"),
+    Rule("split_fastq", "split files", "sample", 10, "split_fastq", ("output",)),
+    Rule("region_table", "map", "run"),
+    Rule("stage_reference", "map", "run"),
+    Rule("map_reads", "map", "sample x chunk", 0, "map", ("output", "temp")),
+    Rule("gather_map", "map", "sample", 10, "map", ("output",)),
+    Rule("markdup", "markdup", "sample x region", 10, "markdup", ("output", "temp")),
+    Rule("merge_bam", "merge bam", "sample", 30, "merge_bam", ("output", "temp")),
+    Rule("identify_mutations", "identify mutations", "pair x mutation region", 20, "identify_mutations",
+         ("output", "temp")),
+    Rule("merge_mutation", "merge mutation", "pair", 30, "merge_mutation", ("output", "temp")),
+    Rule("mutation_summary", "merge mutation", "pair"),
+    Rule("bam_stats", "qc", "qc sample"),
+    Rule("read_pair_integrity", "qc", "mapped qc sample"),
+    Rule("coverage", "qc", "qc sample"),
+    Rule("duplication_metrics", "qc", "mapped qc sample"),
+    Rule("multiqc", "qc", "qc run"),
+    Rule("utilisation_timeline", "qc", "run"),
+)
+
+
+def priority(rule: str) -> int:
+    """A rule's default priority (0, Snakemake's default, where the config cannot set one)."""
+    return PRIORITIES.get(rule, 0)
+# The rule that only names the run's final files; Snakemake counts it as one job.
+TARGET_RULE = "all"
+
+RULE = {rule.name: rule for rule in RULES}
+# Genomon's stages in pipeline order.
+STAGES: tuple[str, ...] = tuple(dict.fromkeys(rule.stage for rule in RULES))
+# The configurable priorities (the config's `priorities` keys) and their defaults.
+PRIORITIES: dict[str, int] = {rule.name: rule.priority for rule in RULES if rule.priority is not None}
+# The config's storage.rules keys.
+TIER_KEYS: tuple[str, ...] = tuple(dict.fromkeys(rule.tier_key for rule in RULES if rule.tier_key))

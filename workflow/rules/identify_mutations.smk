@@ -54,7 +54,7 @@ rule identify_mutations:
             source {params.work_dir} {log:q}
             {params.python} -m genomon_smk.steps.identify_mutations --tumor {input.tumor:q} \
                 --normal={params.normal:q} --panel {params.panel:q} --reference "$reference" \
-                --intervals {params.intervals:q} --simple-repeat-db {params.simple_repeat_db:q} \
+                --intervals {params.intervals:q} --simple-repeat-db={params.simple_repeat_db:q} \
                 --work-dir "$work" --output {output:q} --tools {params.tools:q} \
                 --fisher-options={params.fisher:q} --realignment-options={params.realignment:q} \
                 --indel-options={params.indel:q} --breakpoint-options={params.breakpoint:q} \

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from conftest import (REPO, SNAKEMAKE_MODULE, assert_same_pair_results, finish_interruptible, pair_targets,
-                      scenario_variant)
+                      scenario_variant, write_config)
 from genomon_smk.plan.reference import reference_files
 
 pytestmark = [pytest.mark.pjm, pytest.mark.workflow, pytest.mark.timeout(900)]
@@ -194,3 +194,18 @@ def test_pjm_submit_drops_an_empty_group_and_creates_the_log_directory(pjm_env, 
     for job in jobs:
         assert finished_jobs(dict(os.environ))[job][1:] == ("EXT", "0", "0")
         assert (tmp_path / "logs" / "pjm" / f"smk-x.{job}.out").read_text() == "hello\n"
+
+
+def test_the_pjm_profile_without_its_storage_fragment_is_warned_about(pjm_env, testdata, tmp_path):
+    """profiles/pjm alone would keep node-local temporaries and the reference on the global file
+    system: the plan says so loudly; with profiles/pjm/storage.yaml first it does not."""
+    config = write_config(tmp_path, testdata)
+    warning = "WARNING: PJM jobs, but storage.reference_staging is not llio_transfer"
+    outputs = []
+    for fragment in ([], ["profiles/pjm/storage.yaml"]):
+        dry = subprocess.run([*SNAKEMAKE_MODULE, "--profile", "profiles/pjm", "--configfile", *fragment, str(config),
+                              "-n", "--quiet", "rules"], cwd=REPO, capture_output=True, text=True)
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        outputs.append(dry.stdout + dry.stderr)
+    assert warning in outputs[0] and "--configfile profiles/pjm/storage.yaml" in outputs[0]
+    assert "WARNING: PJM" not in outputs[1]

@@ -38,7 +38,7 @@ def test_config_readme_states_the_tables_default_priorities():
 
 def test_readers_take_stages_priorities_and_tiers_from_the_table():
     assert [stage for stage, _ in STAGES] == list(rules.STAGES)
-    assert {name for _, members in STAGES for name, _ in members} == set(rules.RULE)
+    assert {name for _, members in STAGES for name, _ in members} == set(rules.FACTS)
     assert all(STAGE_OF_RULE[rule.name] == rule.stage for rule in rules.RULES)
     assert set(STAGE_COLOURS) == {*rules.STAGES, "other"}
     assert STAGE_PRIORITY == {stage: rules.PRIORITIES[rule] for stage, rule in RULE_OF_STAGE.items()}

@@ -82,7 +82,7 @@ def test_slurm_allocation_profile_runs_rule_jobs_as_steps_of_one_allocation(
     submitted = subprocess.run(
         ["bash", "profiles/slurm-allocation/submit", "-N", "1", "-c", "2", "--mem=4000", f"--output={log}", "--",
          "--configfile", str(config), "--set-resources", "map_reads:mem_mb=900", "markdup:mem_mb=900",
-         "identify_mutations:mem_mb=900", "--default-resources", "mem_mb=600", "--latency-wait", "5",
+         "merge_bam:mem_mb=900", "identify_mutations:mem_mb=900", "--default-resources", "mem_mb=600", "--latency-wait", "5",
          "--", *pair_targets(tmp_path / "results")],
         cwd=REPO, capture_output=True, text=True,
     )

@@ -17,6 +17,8 @@ rule identify_mutations:
     priority: config["priorities"]["identify_mutations"]
     conda:
         "../../envs/python.yaml"
+    resources:
+        **FACTS["identify_mutations"].resources,
     params:
         python=PYTHON,
         intervals=lambda wildcards: ",".join(
@@ -43,7 +45,7 @@ rule identify_mutations:
             else ""
         ),
         tools=[f"{name}={command}" for name, command in TOOLS.items()],
-        work_dir=job_work_dir("identify_mutations"),
+        work_dir_setup=work_dir_setup("identify_mutations"),
         cache=TIER_PATHS["cache"],
         staging=config["storage"]["reference_staging"],
     shell:
@@ -51,7 +53,7 @@ rule identify_mutations:
         (
             reference=$({params.python} -m genomon_smk.steps.stage_reference ensure --method {params.staging} \
                 --cache "{params.cache}" --manifest {input.staged:q})
-            source {params.work_dir} {log:q}
+            {params.work_dir_setup} {log:q}
             {params.python} -m genomon_smk.steps.identify_mutations --tumor {input.tumor:q} \
                 --normal={params.normal:q} --panel {params.panel:q} --reference "$reference" \
                 --intervals {params.intervals:q} --simple-repeat-db={params.simple_repeat_db:q} \

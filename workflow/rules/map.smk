@@ -76,6 +76,8 @@ rule map_reads:
     conda:
         "../../envs/map.yaml"
     threads: config["map"]["threads"]
+    resources:
+        **FACTS["map_reads"].resources,
     params:
         python=PYTHON,
         read_group=read_group,

@@ -18,6 +18,8 @@ rule markdup:
     conda:
         "../../envs/markdup.yaml"
     threads: config["markdup"]["threads"]
+    resources:
+        **FACTS["markdup"].resources,
     params:
         work_dir_setup=work_dir_setup("markdup"),
     shell:

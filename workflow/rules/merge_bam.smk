@@ -20,6 +20,8 @@ rule merge_bam:
     priority: config["priorities"]["merge_bam"]
     conda:
         "../../envs/python.yaml"
+    resources:
+        **FACTS["merge_bam"].resources,
     params:
         python=PYTHON,
         work_dir_setup=work_dir_setup("merge_bam"),

@@ -56,11 +56,11 @@ rule merge_mutation:
             else ""
         ),
         mutil_tool=TOOLS["mutil"],
-        work_dir=job_work_dir("merge_mutation"),
+        work_dir_setup=work_dir_setup("merge_mutation"),
     shell:
         """
         (
-            source {params.work_dir} {log:q}
+            {params.work_dir_setup} {log:q}
             printf '%s\\n' {input.regions:q} >"$work/regions.txt"
             {params.python} -m genomon_smk.steps.merge_mutation result --out {output.result:q} {params.shape} \
                 --version-of {params.versions} --regions-file "$work/regions.txt"

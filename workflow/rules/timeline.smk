@@ -5,7 +5,7 @@ every other rule: its input is FINAL_TARGETS, and it reads the other rules' thre
 TIMELINE_PREFIX = f"{OUTPUT_DIR}/qc/timeline/timeline"
 
 
-# Both read after every other rule is defined (functions in common.smk).
+# Both read after every other rule is defined (functions in paths.smk).
 TIMELINE_SLOTS = timeline_slots()
 RULE_THREADS = rule_threads()
 

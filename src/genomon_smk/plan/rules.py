@@ -1,5 +1,6 @@
 """The workflow's rules and the facts about each, written once: its Genomon stage, what it has one
-job per, its default Snakemake priority and the storage tiers it writes. The stage plan, the
+job per, its default Snakemake priority, the storage tiers it writes and what one job asks a
+cluster for. The stage plan, the
 utilisation timeline, the cohort planner and the config's defaults read them from here; a test
 checks that every rule of the workflow is in the table and nothing else is."""
 
@@ -19,6 +20,14 @@ class Rule:
     # `temp`); no key: it writes to output_dir (global). stage_reference writes the cache tier.
     tier_key: str | None = None
     tier_roles: tuple[str, ...] = ()
+    # What one job asks a cluster for, from Genomon's qsub options (None: the profile's default):
+    # memory in MB, run time in minutes (Slurm --time, PJM elapse).
+    mem_mb: int | None = None
+    runtime: int | None = None
+
+    @property
+    def resources(self) -> dict[str, int]:
+        return {key: value for key, value in (("mem_mb", self.mem_mb), ("runtime", self.runtime)) if value}
 
 
 # In pipeline order. Map jobs have the lowest priority, so a pair's later stages overtake the
@@ -30,12 +39,12 @@ RULES: tuple[Rule, ...] = (
     Rule("split_fastq", "split files", "sample", 10, "split_fastq", ("output",)),
     Rule("region_table", "map", "run"),
     Rule("stage_reference", "map", "run"),
-    Rule("map_reads", "map", "sample x chunk", 0, "map", ("output", "temp")),
+    Rule("map_reads", "map", "sample x chunk", 0, "map", ("output", "temp"), mem_mb=10600, runtime=120),
     Rule("gather_map", "map", "sample", 10, "map", ("output",)),
-    Rule("markdup", "markdup", "sample x region", 10, "markdup", ("output", "temp")),
-    Rule("merge_bam", "merge bam", "sample", 30, "merge_bam", ("output", "temp")),
+    Rule("markdup", "markdup", "sample x region", 10, "markdup", ("output", "temp"), mem_mb=10600, runtime=360),
+    Rule("merge_bam", "merge bam", "sample", 30, "merge_bam", ("output", "temp"), mem_mb=4000, runtime=240),
     Rule("identify_mutations", "identify mutations", "pair x mutation region", 20, "identify_mutations",
-         ("output", "temp")),
+         ("output", "temp"), mem_mb=5300, runtime=180),
     Rule("merge_mutation", "merge mutation", "pair", 30, "merge_mutation", ("output", "temp")),
     Rule("mutation_summary", "merge mutation", "pair"),
     Rule("bam_stats", "qc", "qc sample"),
@@ -53,7 +62,7 @@ def priority(rule: str) -> int:
 # The rule that only names the run's final files; Snakemake counts it as one job.
 TARGET_RULE = "all"
 
-RULE = {rule.name: rule for rule in RULES}
+FACTS = {rule.name: rule for rule in RULES}
 # Genomon's stages in pipeline order.
 STAGES: tuple[str, ...] = tuple(dict.fromkeys(rule.stage for rule in RULES))
 # The configurable priorities (the config's `priorities` keys) and their defaults.

@@ -1,0 +1,115 @@
+"""The config, the cohort and the regions: read and checked here, once, before any job is
+planned (parse-time work: this file and plans.smk)."""
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
+from snakemake.utils import min_version, validate
+
+from genomon_smk.plan.config_check import config_problems
+from genomon_smk.plan.path_limits import path_problems
+from genomon_smk.plan.reference import reference_problems
+from genomon_smk.plan.regions import make_regions
+from genomon_smk.plan.rules import FACTS, PRIORITIES
+from genomon_smk.plan.samplesheet import InputError, load_cohort, load_schema
+from genomon_smk.steps.fastq_split import chunk_name
+
+min_version("9.0")
+
+SCHEMAS = Path(workflow.basedir) / "schemas"
+
+# The project's Python steps run with the interpreter that runs Snakemake (the .venv), whatever
+# the shell's PATH holds; with --sdm conda, with the rule env's python and this checkout's package.
+if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+    PYTHON = f"env PYTHONPATH={shlex.quote(str(Path(workflow.basedir).parent / 'src'))} python"
+else:
+    PYTHON = shlex.quote(sys.executable)
+
+if not workflow.overwrite_configfiles:
+    raise WorkflowError(
+        "no config file given: run with --configfile FILE (config/config.yaml is a documented example)"
+    )
+CONFIG_FILE = Path(workflow.overwrite_configfiles[-1]).resolve()
+CONFIG_DIR = CONFIG_FILE.parent
+
+# Our own messages first (file, line, key, the key meant); Snakemake's validate then sets defaults.
+CONFIG_PROBLEMS = config_problems(
+    config,
+    load_schema(str(SCHEMAS), "config"),
+    [str(Path(path).resolve()) for path in workflow.overwrite_configfiles],
+)
+if CONFIG_PROBLEMS:
+    raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))
+validate(config, SCHEMAS / "config.schema.yaml", set_default=True)
+config["priorities"] = {**PRIORITIES, **config["priorities"]}
+
+
+def config_path(value):
+    """A path from the config: $VARs and ~ expanded, relative ones resolved against the config file's directory."""
+    return str((CONFIG_DIR / os.path.expanduser(os.path.expandvars(value))).resolve())
+
+
+REFERENCE = config_path(config["reference"])
+OUTPUT_DIR = config_path(config["output_dir"])
+LOG_DIR = f"{OUTPUT_DIR}/logs"
+# What the reference pre-staging wrote: the files, sizes and checksums that jobs verify.
+STAGED_MANIFEST = f"{OUTPUT_DIR}/reference/staged.json"
+BENCH_DIR = f"{OUTPUT_DIR}/benchmarks"
+# Paths a tool cannot take are refused here, before anything reads or writes them.
+PATH_PROBLEMS = path_problems("output_dir", OUTPUT_DIR) + path_problems(
+    "reference", REFERENCE
+)
+if PATH_PROBLEMS:
+    raise WorkflowError("\n".join(PATH_PROBLEMS))
+
+try:
+    problems = reference_problems(REFERENCE)
+    if problems:
+        raise InputError("\n".join(problems))
+    COHORT = load_cohort(
+        str(SCHEMAS),
+        samples=config_path(config["samples"]) if "samples" in config else None,
+        pairs=config_path(config["pairs"]) if "pairs" in config else None,
+        control_panels=config["control_panels"],
+        panel_base=str(CONFIG_DIR),
+        reference_fai=f"{REFERENCE}.fai",
+        genomon_sample_sheet=(
+            config_path(config["genomon_sample_sheet"])
+            if "genomon_sample_sheet" in config
+            else None
+        ),
+    )
+    REGIONS = make_regions(
+        f"{REFERENCE}.fai",
+        config_path(config["regions"]["file"]) if config["regions"]["file"] else None,
+        config["regions"]["max_length"],
+        config["regions"]["pack_bp"],
+    )
+except (InputError, ValueError) as error:
+    raise WorkflowError(f"invalid input ({CONFIG_FILE}):\n{error}") from None
+
+SAMPLES = COHORT.samples
+# Mapped by this run (from FASTQ, or from the reads of a [bam_tofastq] BAM); the others are
+# [bam_import] samples, whose final BAM exists.
+MAPPED_SAMPLES = COHORT.mapped_samples
+IMPORTED_BAMS = COHORT.imported
+# Genomon's [qc] section selects the samples whose QC runs (default: all); the checks made from
+# the split's counts and the markdup metrics exist for mapped samples only.
+QC_SAMPLES = COHORT.qc_samples if COHORT.qc_samples is not None else SAMPLES
+MAPPED_QC_SAMPLES = [sample for sample in QC_SAMPLES if sample in MAPPED_SAMPLES]
+PAIRS = {pair.tumor: pair for pair in COHORT.pairs}
+if COHORT.sv_pairs and workflow.is_main_process:
+    print(
+        f"[sv_detection]: {len(COHORT.sv_pairs)} pair(s) read and checked; this version of "
+        "genomon-smk has no SV stage yet, so they get no SV results (mutation calling follows "
+        "[mutation_call] as usual)",
+        file=sys.stderr,
+    )
+REGION_NAMES = [region.name for region in REGIONS]
+# Reads without a position carry no mutations: the mutation stage skips the unmapped region.
+MUTATION_REGIONS = {region.name: region for region in REGIONS if not region.is_unmapped}
+CHUNKS = [chunk_name(i) for i in range(config["split"]["chunks"])]

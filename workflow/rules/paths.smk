@@ -1,0 +1,174 @@
+"""Paths and targets: logs, benchmarks, a sample's lanes and final BAM, the pair's BAMs and
+results, the mutation tools' command lines, wildcard constraints and the timeline's slots.
+"""
+
+import re
+import shutil
+
+from genomon_smk.plan.samplesheet import Lane
+
+
+def log_path(rule_name, pattern):
+    return f"{LOG_DIR}/{rule_name}/{pattern}.log"
+
+
+def bench_path(rule_name, pattern):
+    return f"{BENCH_DIR}/{rule_name}/{pattern}.tsv"
+
+
+def sample_lanes(sample):
+    """A sample's lanes; a [bam_tofastq] sample's lanes are the FASTQ pairs that bam_to_fastq
+    makes of its BAMs, one per BAM."""
+    if sample in COHORT.bam_sources:
+        group = COHORT.read_group(sample)
+        lanes = []
+        for part in converted_parts(sample):
+            fq1, fq2 = (converted_fastq(sample, part, mate) for mate in (1, 2))
+            lanes.append(Lane(sample, fq1, fq2, group["PL"], group["LB"], None))
+        return lanes
+    return COHORT.lanes[sample]
+
+
+def converted_parts(sample):
+    """The names of a [bam_tofastq] sample's BAMs in file paths and wildcards: bam1, bam2, ..."""
+    return [f"bam{number}" for number in range(1, len(COHORT.bam_sources[sample]) + 1)]
+
+
+def converted_bam(sample, part):
+    """The BAM of a [bam_tofastq] sample that `part` (bam1, bam2, ...) names."""
+    return COHORT.bam_sources[sample][int(part.removeprefix("bam")) - 1]
+
+
+def converted_fastq(sample, part, mate):
+    """Where bam_to_fastq writes the reads of a [bam_tofastq] sample's BAM."""
+    return tier_file("bam_to_fastq", f"bam_to_fastq/{sample}/{part}_R{mate}.fastq.gz")
+
+
+def read_group(wildcards):
+    """bwa's -R argument; tabs written as \\t for bwa to expand."""
+    fields = COHORT.read_group(wildcards.sample)
+    return "@RG\\t" + "\\t".join(f"{key}:{value}" for key, value in fields.items())
+
+
+def final_bam(sample, suffix=""):
+    return f"{OUTPUT_DIR}/bam/{sample}/{sample}.markdup.bam{suffix}"
+
+
+def self_imports():
+    """Imported BAMs that are the very path import_bam links (a run's own result imported
+    into the same output directory): the link would replace the BAM."""
+    return [
+        f"{COHORT.bam_where[sample]}: field 'bam': {bam} is this run's own final BAM of "
+        f"sample '{sample}', which import_bam replaces with a link to the imported BAM; "
+        "import a copy, or use another output_dir"
+        for sample, bam in IMPORTED_BAMS.items()
+        if os.path.realpath(bam)
+        == os.path.join(
+            os.path.realpath(os.path.dirname(final_bam(sample))),
+            os.path.basename(final_bam(sample)),
+        )
+    ]
+
+
+SELF_IMPORTS = self_imports()
+if SELF_IMPORTS:
+    raise WorkflowError(f"invalid input ({CONFIG_FILE}):\n" + "\n".join(SELF_IMPORTS))
+
+
+def mutation_result(tumor, suffix):
+    return f"{OUTPUT_DIR}/mutation/{tumor}/{tumor}.genomon_mutation.result{suffix}"
+
+
+def mutation_tools():
+    """The mutation tools' commands: ours, run by this interpreter, or upstream's from PATH."""
+    modules = {
+        "fisher": "fisher",
+        "mutfilter": "mutfilter",
+        "EBFilter": "ebfilter",
+        "mutil": "mutil",
+    }
+    if config["mutation_tools"] == "builtin":
+        return {
+            name: f"{PYTHON} -m genomon_smk.tools.{module}"
+            for name, module in modules.items()
+        }
+    ours = os.path.dirname(sys.executable)
+    found = {name: shutil.which(name) for name in modules}
+    missing = [
+        name
+        for name, path in found.items()
+        if path is None or os.path.dirname(path) == ours
+    ]
+    if missing:
+        raise WorkflowError(
+            f"config mutation_tools: upstream, but upstream's {', '.join(missing)} not on PATH "
+            f"(genomon-smk's own in {ours} do not count)"
+        )
+    return {name: shlex.quote(path) for name, path in found.items()}
+
+
+TOOLS = mutation_tools()
+
+
+def pair_bams(tumor):
+    """BAM inputs of a pair's mutation jobs: tumor, normal (if any) and panel members."""
+    pair = PAIRS[tumor]
+    bams = {"tumor": final_bam(tumor)}
+    if pair.normal:
+        bams["normal"] = final_bam(pair.normal)
+    for index, member in enumerate(COHORT.panels.get(pair.panel, [])):
+        bams[f"panel{index}"] = member if member.endswith(".bam") else final_bam(member)
+    return bams
+
+
+def with_indexes(bams):
+    return list(bams.values()) + [
+        f"{bam}.bai" for bam in bams.values() if bam.startswith(OUTPUT_DIR)
+    ]
+
+
+def one_of(names):
+    """A wildcard constraint matching exactly these names (and nothing when there are none)."""
+    return "|".join(map(re.escape, names)) or "(?!)"
+
+
+wildcard_constraints:
+    sample=one_of(SAMPLES),
+    chunk=r"\d{4}",
+    region="|".join(map(re.escape, REGION_NAMES)),
+    tumor="|".join(map(re.escape, PAIRS)) or "(?!)",
+
+
+# The utilisation timeline (rules/timeline.smk): its slots and every rule's threads.
+def timeline_slots():
+    """The chart's slots: config timeline.slots, else the cores Snakemake runs with; empty when
+    they are unbounded (a cluster executor), so the chart takes the fewest that held the jobs.
+    """
+    if config["timeline"]["slots"]:
+        return config["timeline"]["slots"]
+    try:
+        cores = workflow.cores
+    except WorkflowError:
+        return ""
+    return "" if cores is None or cores >= sys.maxsize else cores
+
+
+def rule_threads():
+    """RULE=N for every rule with a fixed thread count other than one (a job holds that many
+    slots; 0: none, a timer such as stagger_start)."""
+    counts = {
+        defined.name: fixed_value(defined.resources.get("_cores"))
+        for defined in workflow.rules
+    }
+    return " ".join(
+        f"{name}={count}"
+        for name, count in sorted(counts.items())
+        if isinstance(count, int) and count != 1
+    )
+
+
+def fixed_value(resource):
+    """A Snakemake 9 Resource's value (or a plain value); None for a callable, known only per job."""
+    if hasattr(resource, "is_evaluable"):
+        return None if resource.is_evaluable() else resource.value
+    return resource

@@ -1,0 +1,163 @@
+"""What the run will do, printed when the workflow is parsed (a dry run runs no hooks): the
+storage plan (refused where a tier's capacity is exceeded), the stage plan, and warnings about
+the panels, imported BAMs and PJM storage."""
+
+from genomon_smk.plan import panel_power
+from genomon_smk.plan.samplesheet import imported_name_warnings
+from genomon_smk.plan.stage_plan import CohortShape, stage_table, stagger_delays
+from genomon_smk.plan.storage_plan import (
+    conversion_uses,
+    file_bytes,
+    over_capacity,
+    parse_size,
+    peaks,
+    plan_table,
+    sample_uses,
+)
+
+
+def storage_plan():
+    """Print the storage plan (main process only) and refuse one that exceeds a tier's capacity."""
+    capacity = {
+        tier: (parse_size(limit) if limit is not None else None)
+        for tier, limit in config["storage"]["capacity"].items()
+    }
+    uses = []
+    for sample in MAPPED_SAMPLES:
+        # A [bam_tofastq] sample's FASTQ do not exist yet: its BAMs are about their size.
+        reads = COHORT.bam_sources.get(sample) or [
+            path for lane in COHORT.lanes[sample] for path in (lane.fq1, lane.fq2)
+        ]
+        uses += sample_uses(
+            file_bytes(reads), len(CHUNKS), len(REGION_NAMES), RULE_TIERS
+        )
+        if sample in COHORT.bam_sources:
+            uses += conversion_uses(file_bytes(reads), RULE_TIERS)
+    peak = peaks(uses, file_bytes(reference_files(REFERENCE)))
+    if workflow.is_main_process:
+        print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)
+    problems = over_capacity(peak, capacity)
+    if problems:
+        raise WorkflowError("\n".join(problems))
+
+
+try:
+    storage_plan()
+except ValueError as error:
+    raise WorkflowError(f"config storage.capacity: {error}") from None
+
+# Staggered start of pairs: seconds each sample's split waits (samples that do not wait left out).
+STAGGER = {
+    sample: delay
+    for sample, delay in stagger_delays(
+        [(pair.tumor, pair.normal) for pair in COHORT.pairs], config["stagger_minutes"]
+    ).items()
+    if sample in MAPPED_SAMPLES
+}
+
+# Genomon's stages and their job counts for the whole run (a dry run runs no hooks: printed here).
+if workflow.is_main_process:
+    print(
+        stage_table(
+            CohortShape(
+                len(MAPPED_SAMPLES),
+                len(PAIRS),
+                len(CHUNKS),
+                len(REGION_NAMES),
+                len(MUTATION_REGIONS),
+                len(STAGGER),
+                imported=len(IMPORTED_BAMS),
+                converted=sum(map(len, COHORT.bam_sources.values())),
+                qc_samples=len(QC_SAMPLES),
+                mapped_qc_samples=len(MAPPED_QC_SAMPLES),
+            ),
+            RULE_TIERS,
+            config["priorities"],
+        ),
+        file=sys.stderr,
+    )
+
+
+def sample_depth(member, genome_length):
+    """A panel member's or sample's estimated depth (a BAM path, or a sample of the cohort)."""
+    if member.endswith(".bam"):
+        return panel_power.bam_bases(member) / genome_length
+    if member in IMPORTED_BAMS:
+        return panel_power.bam_bases(IMPORTED_BAMS[member]) / genome_length
+    if member in COHORT.bam_sources:
+        bams = COHORT.bam_sources[member]
+        return sum(panel_power.bam_bases(bam) for bam in bams) / genome_length
+    lanes = COHORT.lanes[member]
+    return (
+        panel_power.fastq_bases([p for lane in lanes for p in (lane.fq1, lane.fq2)])
+        / genome_length
+    )
+
+
+def panel_warnings():
+    """Warnings about each pair's panel, printed with the plan (see genomon_smk.plan.panel_power)."""
+    genome_length = sum(i.end - i.start for r in REGIONS for i in r.intervals) or 1
+    messages = []
+    for pair in COHORT.pairs:
+        if not pair.panel:
+            continue
+        members = COHORT.panels[pair.panel]
+        own = panel_power.own_sample_warning(
+            pair.tumor, pair.normal, pair.panel, members
+        )
+        messages += [own] if own else []
+        key = "pair_params" if pair.normal else "single_params"
+        threshold = panel_power.eb_threshold(config["mutation_util"][key])
+        if threshold <= 0:
+            continue
+        try:
+            depths = [sample_depth(member, genome_length) for member in members]
+            tumor_depth = sample_depth(pair.tumor, genome_length)
+        except (OSError, ValueError, ZeroDivisionError):
+            continue  # an estimate is not worth a refusal; the inputs were checked above
+        panel_depth = min(depths)
+        check = panel_power.PanelCheck(
+            pair.tumor,
+            pair.panel,
+            len(members),
+            panel_depth,
+            tumor_depth,
+            panel_power.best_clean_site_score(len(members), panel_depth, tumor_depth),
+            threshold,
+        )
+        message = panel_power.warning(check, f"config mutation_util.{key}")
+        messages += [message] if message else []
+    return messages
+
+
+def pjm_storage_warnings():
+    """profiles/pjm submits every job with pjsub: without profiles/pjm/storage.yaml (or the same
+    keys in the user's config) node-local temporaries would sit on the global file system and
+    every job would read the reference from it, without LLIO."""
+    # profiles/pjm is recognised by its pjm_rscgrp resource (its pjsub command needs it), which
+    # a dry run knows too (it has no executor settings).
+    defaults = workflow.resource_settings.default_resources
+    if not any(
+        arg.startswith("pjm_rscgrp=") for arg in (defaults.args if defaults else [])
+    ):
+        return []
+    places = config["storage"]
+    gaps = []
+    if places["reference_staging"] != "llio_transfer":
+        gaps.append("storage.reference_staging is not llio_transfer")
+    if "PJM_LOCALTMP" not in (places["paths"]["node_local"] or ""):
+        gaps.append("storage.paths.node_local is not $PJM_LOCALTMP")
+    if not gaps:
+        return []
+    return [
+        f"WARNING: PJM jobs, but {' and '.join(gaps)}: node-local temporaries and the reference stay "
+        "on the global file system. Put the profile's storage fragment first: --configfile "
+        "profiles/pjm/storage.yaml my/config.yaml"
+    ]
+
+
+if workflow.is_main_process:
+    for message in (
+        panel_warnings() + imported_name_warnings(COHORT) + pjm_storage_warnings()
+    ):
+        print(message, file=sys.stderr)

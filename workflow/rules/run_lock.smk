@@ -1,0 +1,54 @@
+"""One run per output directory: Snakemake's own lock is in the working directory, so runs
+started from two directories on the same output_dir would both start (genomon_smk.plan.run_lock).
+"""
+
+import atexit
+
+from genomon_smk.plan import run_lock
+
+# One run per output directory (run_lock.py): Snakemake's own lock is in the working directory.
+RUN_LOCK = os.path.join(OUTPUT_DIR, run_lock.LOCK_NAME)
+THIS_RUN = run_lock.this_process(os.getcwd())
+# Every start, a dry run too, says who holds the output directory.
+if workflow.is_main_process:
+    held = run_lock.held_note(RUN_LOCK, THIS_RUN.host)
+    if held:
+        print(held, file=sys.stderr)
+
+
+def take_run_lock():
+    """From onstart, so only in the main process of a real run (dry runs and cluster jobs run no
+    hooks): lock the output directory, or refuse while another run holds it."""
+    if not workflow.is_main_process:
+        return
+    os.makedirs(OUTPUT_DIR, exist_ok=True)
+    taken, message = run_lock.acquire(RUN_LOCK, THIS_RUN)
+    if not taken:
+        raise WorkflowError(message)
+    if message:
+        print(message, file=sys.stderr)
+    # However Snakemake ends: an exception in its scheduler runs neither onsuccess nor onerror.
+    atexit.register(release_run_lock)
+
+
+def release_run_lock():
+    run_lock.release(RUN_LOCK, THIS_RUN)
+
+
+def unlock_output_dir_too(snakemake_unlock):
+    """`snakemake --unlock` reads the workflow, then calls workflow.unlock() (Snakemake 9 has no
+    setting the workflow could read at parse time for it): clear the output directory's lock
+    too."""
+
+    def unlock():
+        snakemake_unlock()
+        print(
+            run_lock.clear(RUN_LOCK) or f"genomon-smk: {RUN_LOCK} was not there",
+            file=sys.stderr,
+        )
+
+    return unlock
+
+
+if workflow.is_main_process:
+    workflow.unlock = unlock_output_dir_too(workflow.unlock)

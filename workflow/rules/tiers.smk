@@ -1,0 +1,150 @@
+"""Storage tiers: where each rule's files and each job's work directory go, the monitor of the
+tiers' use, and the reference pre-staging of a run (its hooks run in the Snakefile)."""
+
+import hashlib
+
+from genomon_smk.plan import job_tier_use
+from genomon_smk.plan.reference import reference_files
+from genomon_smk.plan.tier_monitor import TierMonitor, leftover_report, write_leftovers
+from genomon_smk.steps.stage_reference import main as stage_main
+
+# Storage tiers. Files that pass between jobs live on a tier with a path known when the
+# workflow is planned (shared_tmp, cache, global); node_local exists only inside one job, so
+# its path is handed to the job's shell and expanded there ($TMPDIR, $PJM_LOCALTMP, ...).
+# A configured node_local or cache place with $VARIABLES is expanded by each job's shell.
+EXPANDED_BY_JOB = {
+    tier
+    for tier in ("node_local", "cache")
+    if "$" in (config["storage"]["paths"][tier] or "")
+}
+
+
+def tier_paths():
+    paths = config["storage"]["paths"]
+    under_run = f"{OUTPUT_DIR}/.tiers"
+    return {
+        "global": OUTPUT_DIR,
+        "shared_tmp": (
+            config_path(paths["shared_tmp"])
+            if paths["shared_tmp"]
+            else f"{under_run}/shared_tmp"
+        ),
+        "cache": paths["cache"] or f"{under_run}/cache",
+        "node_local": paths["node_local"] or f"{under_run}/node_local",
+    }
+
+
+TIER_PATHS = tier_paths()
+# Each tier's place as one word of a job's shell: double-quoted as given where the job's shell
+# expands it, quoted literally everywhere else (spaces, quotes, `$` in a directory name).
+TIER_WORDS = {
+    tier: f'"{place}"' if tier in EXPANDED_BY_JOB else shlex.quote(place)
+    for tier, place in TIER_PATHS.items()
+}
+TIER_PATH_PROBLEMS = [
+    problem
+    for tier in ("shared_tmp", "cache", "node_local")
+    for problem in path_problems(
+        f"storage.paths.{tier}", TIER_PATHS[tier], tier in EXPANDED_BY_JOB
+    )
+]
+if TIER_PATH_PROBLEMS:
+    raise WorkflowError("\n".join(TIER_PATH_PROBLEMS))
+RULE_TIERS = config["storage"]["rules"]
+for rule_name, roles in RULE_TIERS.items():
+    if roles["output"] == "node_local":
+        raise WorkflowError(
+            f"config storage.rules.{rule_name}.output: node_local cannot hold files that another job reads "
+            "(it exists on one node for one job); use shared_tmp, cache or global"
+        )
+
+
+def tier_dir(rule_name, role="output"):
+    """Where a rule's files of a role (output or temp) go, by the tier the config assigns."""
+    return TIER_PATHS[RULE_TIERS[rule_name][role]]
+
+
+def tier_file(rule_name, path):
+    """A rule's output file on its output tier."""
+    return os.path.join(tier_dir(rule_name), path)
+
+
+TIER_MONITOR = TierMonitor(dict(TIER_PATHS))
+# Names the job work directories of this output directory apart from other runs on a tier.
+RUN_KEY = hashlib.md5(OUTPUT_DIR.encode()).hexdigest()[:8]
+
+
+WORK_DIR_SCRIPT = f"{workflow.basedir}/scripts/job-work-dir.sh"
+
+
+def work_dir_setup(rule_name, tier=None):
+    """For a rule, the command each of its jobs runs first (`{params.work_dir_setup} {log:q}`):
+    it makes the job's own empty work directory, $work, on the rule's temp tier (storage.rules;
+    `tier` for a rule without one) with job-work-dir.sh, which removes it when the job's shell
+    exits. The directory is the same on every attempt: a job killed with SIGKILL (which skips
+    the shell's EXIT trap) leaves it behind, and the rerun clears it. Its path is a word for the
+    job's shell, which expands $TMPDIR or $PJM_LOCALTMP on its node: never a path in the
+    Snakemake process (nor anything to put in quotes).
+    """
+    tier = tier or RULE_TIERS[rule_name]["temp"]
+
+    def setup(wildcards):
+        name = ".".join(
+            [rule_name, RUN_KEY, *(value for _, value in sorted(wildcards.items()))]
+        )
+        place = f"{TIER_WORDS[tier]}/{shlex.quote(name)}"
+        return f"source {shlex.quote(WORK_DIR_SCRIPT)} {place} {tier}"
+
+    return setup
+
+
+def transfer_reference_at_start():
+    """With llio_transfer staging and Snakemake inside a PJM job (profiles/pjm-allocation): one
+    llio_transfer of the reference for the whole run, before any job; the jobs of this PJM job
+    then skip theirs. Outside PJM (per-rule jobs, submitted from a login node) it does nothing.
+    """
+    if config["storage"]["reference_staging"] != "llio_transfer":
+        return
+    try:
+        stage_main(
+            ["start", "--manifest", STAGED_MANIFEST, *reference_files(REFERENCE)]
+        )
+    except OSError as error:
+        raise WorkflowError(f"stage: llio_transfer of the reference failed: {error}")
+
+
+def purge_staged_reference():
+    """With llio_transfer staging, purge the reference from the LLIO cache at the end of a run.
+    Only possible inside a PJM job (Snakemake run inside one allocation); per-rule PJM jobs'
+    LLIO caches ended with the jobs, and stage.py's purge then just says so."""
+    if config["storage"]["reference_staging"] != "llio_transfer" or not os.path.exists(
+        STAGED_MANIFEST
+    ):
+        return
+    try:
+        stage_main(
+            ["purge", "--method", "llio_transfer", "--manifest", STAGED_MANIFEST]
+        )
+    except OSError as error:
+        print(f"stage: purging the reference failed: {error}", file=sys.stderr)
+
+
+def report_tier_usage():
+    """At the end of a successful run: the measured tier use (log and TSV), and any leftovers."""
+    table, _ = TIER_MONITOR.finish(f"{OUTPUT_DIR}/storage/tier_usage.tsv")
+    print(table, file=sys.stderr)
+    job_uses = job_tier_use.collect(LOG_DIR)
+    job_tier_use.write_tsv(job_uses, f"{OUTPUT_DIR}/storage/job_tier_use.tsv")
+    print(job_tier_use.table(job_uses), file=sys.stderr)
+    report_scratch_leftovers("after a successful run")
+
+
+def report_scratch_leftovers(when):
+    """What lies on node_local/shared_tmp (the places visible from here) to the log and
+    storage/scratch_leftovers.tsv: after a run, and at the start of one (a killed run reports
+    nothing itself): genomon_smk.plan.tier_monitor tells how the rerun copes."""
+    tsv = f"{OUTPUT_DIR}/storage/scratch_leftovers.tsv"
+    leftovers = TIER_MONITOR.leftovers(RUN_KEY)
+    write_leftovers(leftovers, tsv, when)
+    if leftovers:
+        print(leftover_report(leftovers, when, tsv), file=sys.stderr)

@@ -64,6 +64,9 @@ CONFIG_SCHEMA = load_schema(str(REPO / "workflow" / "schemas"), "config")
     # 10000 chunks used to fail at planning with an unrelated MissingInputException.
     ({"split": {"chunks": 10000}}, "key 'split.chunks': 10000 is greater than the maximum of 9999"),
     ({"storage": {"rules": {"map": {"temp": "nodelocal"}}}}, "key 'storage.rules.map.temp': 'nodelocal' is not one of"),
+    # The final results stay in output_dir: the key is accepted, another tier is not.
+    ({"storage": {"rules": {"merge_bam": {"output": "shared_tmp"}}}},
+     "key 'storage.rules.merge_bam.output': 'global' was expected"),
 ])
 def test_config_values_are_checked_against_the_schema(tmp_path, testdata, overrides, expected):
     path = write_config(tmp_path, testdata, **overrides)

@@ -108,7 +108,7 @@ def fake_upstream_tools(directory, log):
     directory.mkdir()
     for tool, module in (("fisher", "fisher"), ("mutfilter", "mutfilter"), ("EBFilter", "ebfilter"), ("mutil", "mutil")):
         path = directory / tool
-        path.write_text(f'#!/bin/sh\necho "{tool} $1" >> {log}\nexec {sys.executable} -m genomon_smk.{module} "$@"\n')
+        path.write_text(f'#!/bin/sh\necho "{tool} $1" >> {log}\nexec {sys.executable} -m genomon_smk.tools.{module} "$@"\n')
         path.chmod(0o755)
 
 

@@ -11,7 +11,6 @@ import yaml
 
 from conftest import REPO, write_config
 from genomon_smk.plan.planner import (
-    RULE_PRIORITY,
     Job,
     benchmark_durations,
     draw_schedule,
@@ -22,6 +21,7 @@ from genomon_smk.plan.planner import (
     replicate,
     simulate,
 )
+from genomon_smk.plan.rules import PRIORITIES
 
 
 def test_list_scheduling_on_a_tiny_dag():
@@ -113,7 +113,7 @@ def test_planner_takes_the_real_dag_and_the_runs_benchmarks(pipeline_run, tmp_pa
     assert all(seconds > 0 for seconds in durations.values())
     jobs = read_dot(dot, None, durations)
     assert len(jobs) == len(nodes) and len(nodes) > 90
-    single = simulate(jobs, 2, samples=1, priority=RULE_PRIORITY)
+    single = simulate(jobs, 2, samples=1, priority=PRIORITIES)
     expected_busy = sum(durations.get(rule, 0.0) for _, rule in nodes)
     assert single.busy == pytest.approx(expected_busy)
 
@@ -121,7 +121,7 @@ def test_planner_takes_the_real_dag_and_the_runs_benchmarks(pipeline_run, tmp_pa
     # near the one the run's timeline measured.
     config_values = yaml.safe_load(config.read_text())
     threads = {"map_reads": config_values["map"]["threads"], "markdup": config_values["markdup"]["threads"]}
-    replay = simulate(read_dot(dot, None, durations, threads), 2, samples=1, priority=RULE_PRIORITY)
+    replay = simulate(read_dot(dot, None, durations, threads), 2, samples=1, priority=PRIORITIES)
     summary = dict(line.split("\t") for line in
                    (pipeline_run / "qc" / "timeline" / "timeline.summary.tsv").read_text().splitlines()[1:])
     assert replay.makespan == pytest.approx(float(summary["makespan_s"]), rel=0.25)

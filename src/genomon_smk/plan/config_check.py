@@ -5,7 +5,6 @@ jsonschema's dump of the whole schema."""
 from __future__ import annotations
 
 import difflib
-import re
 
 import jsonschema
 import yaml
@@ -29,24 +28,14 @@ def key_lines(path: str) -> dict[tuple[str, ...], int]:
     return lines
 
 
-def _known_keys(schema: dict, path: tuple[str, ...]) -> list[str]:
-    """The property names the schema allows at `path` (object keys only)."""
-    node = schema
-    for key in path:
-        properties = node.get("properties", {})
-        node = properties.get(key) or (node.get("additionalProperties") if isinstance(
-            node.get("additionalProperties"), dict) else {})
-    return sorted(node.get("properties", {}))
-
-
-def describe(error: jsonschema.ValidationError, schema: dict) -> tuple[tuple[str, ...], str]:
+def describe(error: jsonschema.ValidationError) -> tuple[tuple[str, ...], str]:
     """(path of the offending key, message) for one schema error."""
     path = tuple(str(part) for part in error.absolute_path)
     if error.validator == "additionalProperties":
-        unexpected = re.findall(r"'([^']+)'", error.message.split(" were unexpected")[0].split(" was unexpected")[0])
-        known = _known_keys(schema, path)
+        # The failing subschema is the object's: its properties are the keys allowed here.
+        known = sorted(error.schema.get("properties", {}))
         messages = []
-        for key in unexpected:
+        for key in sorted(set(error.instance) - set(known)):
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.5)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             messages.append((path + (key,), f"unknown key{hint}; known keys here: {', '.join(known)}"))
@@ -61,7 +50,7 @@ def config_problems(config: dict, schema: dict, config_files: list[str]) -> list
     problems = []
     validator = jsonschema.validators.validator_for(schema)(schema)
     for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]):
-        path, message = describe(error, schema)
+        path, message = describe(error)
         where = next(((name, found[path]) for name, found in lines if path in found), None)
         place = f"{where[0]}:{where[1]}" if where else (config_files[-1] if config_files else "config")
         key = ".".join(path) or "(top level)"

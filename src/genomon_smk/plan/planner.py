@@ -30,16 +30,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from genomon_smk.plan.rules import PRIORITIES, priority
+from genomon_smk.plan.rules import PRIORITIES
 
-# The workflow's default priorities by rule (the config's `priorities` overrides them); other
-# rules 0, Snakemake's default.
-RULE_PRIORITY = PRIORITIES
 # The paper shape's stages as the workflow's rules, and their priorities: map jobs fill the gaps
 # (the paper's low-priority queue).
 RULE_OF_STAGE = {"split": "split_fastq", "map": "map_reads", "markdup": "markdup", "merge_bam": "merge_bam",
                  "identify": "identify_mutations", "merge_mutation": "merge_mutation"}
-STAGE_PRIORITY = {stage: priority(rule) for stage, rule in RULE_OF_STAGE.items()}
+STAGE_PRIORITY = {stage: PRIORITIES[rule] for stage, rule in RULE_OF_STAGE.items()}
 
 
 @dataclass
@@ -180,7 +177,7 @@ def read_dot(text: str, stage_of_rule: dict[str, str] | None, duration: dict[str
              threads: dict[str, int] | None = None) -> list[Job]:
     """Jobs from `snakemake -n --dag` output (dot): node labels carry the rule name. The stage of a
     job is stage_of_rule[rule] (unknown rules: merge_mutation), or with stage_of_rule None the rule
-    itself (then simulate with rule priorities such as RULE_PRIORITY); threads[rule] slots each
+    itself (then simulate with rule priorities such as the workflow's defaults, rules.PRIORITIES); threads[rule] slots each
     (default 1)."""
     threads = threads or {}
     labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"\\]+)', text, flags=re.M))
@@ -268,12 +265,12 @@ def recommend_slots(jobs: list[Job], samples: int, target: float, release: dict[
 
 
 def config_priorities(configfile: str) -> dict[str, int]:
-    """RULE_PRIORITY with the config file's `priorities` over it."""
+    """The workflow's default priorities (rules.PRIORITIES) with the config file's over them."""
     import yaml
 
     with open(configfile) as handle:
         config = yaml.safe_load(handle) or {}
-    return {**RULE_PRIORITY, **(config.get("priorities") or {})}
+    return {**PRIORITIES, **(config.get("priorities") or {})}
 
 
 def row(count: int, result: Result) -> str:
@@ -333,7 +330,7 @@ def main(argv=None) -> int:
             dot = sys.stdin.read() if args.dag == "-" else Path(args.dag).read_text()
         durations = benchmark_durations(args.benchmarks) if args.benchmarks else paper_rule_durations()
         one = read_dot(dot, None, durations, threads)
-        priority = config_priorities(args.configfile) if args.configfile else RULE_PRIORITY
+        priority = config_priorities(args.configfile) if args.configfile else PRIORITIES
         per_pipeline = pairs_in(one)
         source_text = f"the DAG of {args.configfile or args.dag}"
 

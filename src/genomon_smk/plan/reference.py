@@ -120,7 +120,6 @@ def consistency_problems(fasta: str) -> list[str]:
     if mismatch:
         problems.append(f"reference: {fasta}.fai does not match the FASTA ({mismatch}); "
                         f"rebuild it with: samtools faidx {fasta}")
-    if mismatch:
         return problems  # the bwa index is checked against the .fai: only once that is right
     fai_contigs = [(name, length) for name, length, *_ in entries]
     indexed = bwa_contigs(fasta + ".ann")

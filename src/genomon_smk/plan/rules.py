@@ -55,10 +55,6 @@ RULES: tuple[Rule, ...] = (
     Rule("utilisation_timeline", "qc", "run"),
 )
 
-
-def priority(rule: str) -> int:
-    """A rule's default priority (0, Snakemake's default, where the config cannot set one)."""
-    return PRIORITIES.get(rule, 0)
 # The rule that only names the run's final files; Snakemake counts it as one job.
 TARGET_RULE = "all"
 

@@ -100,20 +100,18 @@ class Problems:
     """Collects problems so that all of them are reported at once."""
 
     def __init__(self) -> None:
-        self.messages: list[str] = []
-        self._places: list[tuple[str, int]] = []
+        self._found: list[tuple[str, int, str]] = []  # (file, line, message)
 
     def add(self, where: Where | str, text: str) -> None:
-        self.messages.append(f"{where}: {text}")
-        self._places.append((where.path, where.line) if isinstance(where, Where) else (str(where), 0))
+        path, line = (where.path, where.line) if isinstance(where, Where) else (str(where), 0)
+        self._found.append((path, line, f"{where}: {text}"))
 
     def raise_if_any(self) -> None:
         """Raise with every problem, each file's in line order (files in the order first named)."""
-        if self.messages:
-            files = list(dict.fromkeys(path for path, _ in self._places))
-            order = sorted(range(len(self.messages)),
-                           key=lambda i: (files.index(self._places[i][0]), self._places[i][1]))
-            raise InputError("\n".join(self.messages[i] for i in order))
+        if self._found:
+            rank = {path: index for index, path in enumerate(dict.fromkeys(path for path, _, _ in self._found))}
+            ordered = sorted(self._found, key=lambda found: (rank[found[0]], found[1]))
+            raise InputError("\n".join(message for _, _, message in ordered))
 
 
 def name_problem(name: str) -> str | None:

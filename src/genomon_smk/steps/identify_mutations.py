@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass, field
 
 TOOLS = ("fisher", "mutfilter", "EBFilter")
+# The steps whose Genomon options the job passes on (--STEP-options).
+OPTION_STEPS = ("fisher", "realignment", "indel", "breakpoint", "eb")
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,8 @@ def execute(command: list[str]) -> None:
 
 
 def run(chain: Chain, output: str) -> None:
-    """Run the chain, then move its result to `output`; a failing tool raises CalledProcessError."""
-    os.makedirs(chain.work, exist_ok=True)
+    """Run the chain in its (existing) work directory, then move its result to `output`; a
+    failing tool raises CalledProcessError."""
     for command in filter_commands(chain):
         execute(command)
     if chain.simple_repeat_db:
@@ -120,7 +122,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", required=True)
     parser.add_argument("--tools", nargs="+", required=True, metavar="NAME=COMMAND",
                         help=f"the command line of each of {', '.join(TOOLS)}")
-    for step in ("fisher", "realignment", "indel", "breakpoint", "eb"):
+    for step in OPTION_STEPS:
         parser.add_argument(f"--{step}-options", default="",
                             help=f"{step}'s options, one string (give it as --{step}-options=...)")
     return parser.parse_args(argv)
@@ -131,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     tools = dict(item.split("=", 1) for item in args.tools)
     missing = [name for name in TOOLS if name not in tools]
     if missing:
-        raise SystemExit(f"identify_mutations: no --tool for {', '.join(missing)}")
+        raise SystemExit(f"identify_mutations: no --tools entry for {', '.join(missing)}")
     region_file = os.path.join(args.work_dir, "region.txt")
     os.makedirs(args.work_dir, exist_ok=True)
     with open(region_file, "w") as out:
@@ -145,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         work=args.work_dir,
         tools={name: shlex.split(command) for name, command in tools.items()},
         simple_repeat_db=args.simple_repeat_db or None,
-        options={step: shlex.split(getattr(args, f"{step}_options"))
-                 for step in ("fisher", "realignment", "indel", "breakpoint", "eb")},
+        options={step: shlex.split(getattr(args, f"{step}_options")) for step in OPTION_STEPS},
     )
     try:
         run(chain, args.output)

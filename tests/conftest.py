@@ -1,5 +1,7 @@
-"""Shared fixtures: the .test data set and one pipeline run on it, made once per test session."""
+"""Shared fixtures: the .test data set and one pipeline run on it, made once per test run (shared
+by the pytest-xdist workers); the order and grouping in which the workers take the tests."""
 
+import fcntl
 import hashlib
 import json
 import os
@@ -16,16 +18,54 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
 
+# --- how the pytest-xdist workers share the work (bin/test: `pytest -n 3 --dist loadscope`: a
+# module is one unit, so its module-scoped fixtures are made once and one worker has the Slurm)
+
+# The cluster tests mostly wait for their schedulers, so they start first, beside the tests that
+# compute.
+WORKER_ORDER = ("slurm", "pjm", "workflow")
+
+
+def pytest_collection_modifyitems(items):
+    """Tests with WORKER_ORDER's marks first, in that order."""
+
+    def rank(item):
+        return next((i for i, mark in enumerate(WORKER_ORDER) if item.get_closest_marker(mark)), len(WORKER_ORDER))
+
+    items.sort(key=rank)
+
+
+def run_shared_dir(tmp_path_factory):
+    """The directory of this test run that every pytest-xdist worker sees (each worker's own
+    base temporary directory is inside it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def made_once(tmp_path_factory, name, make):
+    """run_shared_dir/name, made by make(path) once per test run: the first worker that needs it
+    makes it while the others wait (a failed make is retried by the next that asks)."""
+    shared = run_shared_dir(tmp_path_factory)
+    path, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            if path.exists():
+                shutil.rmtree(path)
+            path.mkdir()
+            make(path)
+            done.touch()
+    return path
+
+
 @pytest.fixture(scope="session")
 def testdata(tmp_path_factory):
-    """The `test` preset of .test/make_testdata.py, generated into a session directory."""
-    out = tmp_path_factory.mktemp("testdata")
-    subprocess.run(
+    """The `test` preset of .test/make_testdata.py."""
+    return made_once(tmp_path_factory, "testdata", lambda out: subprocess.run(
         [sys.executable, str(REPO / ".test" / "make_testdata.py"), str(out), "--preset", "test"],
         check=True,
         capture_output=True,
-    )
-    return out
+    ))
 
 
 def write_config(directory, testdata, **overrides):
@@ -89,11 +129,12 @@ SCENARIO_DIRS = sorted(path.name for path in (REPO / ".test").glob("config*") if
 def scenario_root(tmp_path_factory, testdata):
     """A copy of .test/'s scenario directories beside a `data` link to the generated test data, so
     that every scenario config's relative paths (../data/..., ../results-<name>) work as in .test/."""
-    root = tmp_path_factory.mktemp("scenarios")
-    (root / "data").symlink_to(testdata, target_is_directory=True)
-    for name in SCENARIO_DIRS:
-        shutil.copytree(REPO / ".test" / name, root / name)
-    return root
+    def make(root):
+        (root / "data").symlink_to(testdata, target_is_directory=True)
+        for name in SCENARIO_DIRS:
+            shutil.copytree(REPO / ".test" / name, root / name)
+
+    return made_once(tmp_path_factory, "scenarios", make)
 
 
 def scenario_output(root, name):
@@ -125,20 +166,21 @@ def run_scenario(root, name, *args, reuse=(), check=True):
 
 
 @pytest.fixture(scope="session")
-def pipeline_run(scenario_root):
+def pipeline_run(tmp_path_factory, scenario_root):
     """The default scenario (.test/config/config.yaml: tumor/normal + a three-normal panel), run in
-    full once per session; returns its output directory."""
-    results, _ = run_scenario(scenario_root, "config")
-    return results
+    full once per test run; returns its output directory."""
+    made_once(tmp_path_factory, "pipeline-run", lambda _: run_scenario(scenario_root, "config"))
+    return scenario_output(scenario_root, "config")
 
 
 @pytest.fixture(scope="session")
-def pair_run(scenario_root, pipeline_run):
+def pair_run(tmp_path_factory, scenario_root, pipeline_run):
     """The pair scenario (.test/config-pair: tumor/normal, no panel) on the default run's BAMs;
     returns its output directory. The cluster and fault tests run this smaller cohort in full and
     compare with it."""
-    results, _ = run_scenario(scenario_root, "config-pair", reuse=list(PAIR_SAMPLES))
-    return results
+    made_once(tmp_path_factory, "pair-run",
+              lambda _: run_scenario(scenario_root, "config-pair", reuse=list(PAIR_SAMPLES)))
+    return scenario_output(scenario_root, "config-pair")
 
 
 PAIR_SAMPLES = ("tumor", "normal")
@@ -164,9 +206,11 @@ def pair_targets(results):
     return [str(path) for path in bams + mutation]
 
 
-def assert_same_pair_results(results, pipeline_run, pair_run):
+def assert_same_pair_results(results, request):
     """A pair run's BAMs equal the default run's, its calls the pair scenario's, and no file is
-    left on a temporary tier (the cache holds the staged reference)."""
+    left on a temporary tier (the cache holds the staged reference). The local runs are asked
+    for only here, so that another worker can make them while a cluster run waits for its jobs."""
+    pipeline_run, pair_run = request.getfixturevalue("pipeline_run"), request.getfixturevalue("pair_run")
     for sample in PAIR_SAMPLES:
         name = f"bam/{sample}/{sample}.markdup.bam"
         assert bam_records(results / name) == bam_records(pipeline_run / name), sample

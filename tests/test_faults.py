@@ -87,7 +87,7 @@ def running_jobs_marked_incomplete(directory: Path) -> list[Path]:
     return [p for p in incomplete.rglob("*") if p.is_file()] if incomplete.is_dir() else []
 
 
-def test_run_killed_during_map_and_during_markdup_resumes_to_the_same_results(scenario_root, pipeline_run, pair_run,
+def test_run_killed_during_map_and_during_markdup_resumes_to_the_same_results(scenario_root, request,
                                                                              tmp_path, no_slurm_probe):
     config = scenario_variant(scenario_root, "config-pair", tmp_path)
     results = tmp_path / "results"
@@ -114,7 +114,7 @@ def test_run_killed_during_map_and_during_markdup_resumes_to_the_same_results(sc
     assert resumed.returncode == 0, resumed.stderr[-5000:]
 
     # The interrupted jobs' partial outputs were removed and rerun; every temp() file is gone.
-    assert_same_pair_results(results, pipeline_run, pair_run)
+    assert_same_pair_results(results, request)
     assert running_jobs_marked_incomplete(tmp_path) == []
 
 

@@ -42,7 +42,7 @@ def rule_of(jobscript):
     return os.path.basename(jobscript).split(".")[1]
 
 
-def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scenario_root, pipeline_run, pair_run,
+def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scenario_root, request,
                                                          tmp_path, monkeypatch):
     monkeypatch.setenv("FAKEPJM_KEEP_TMP", "1")  # keep the job's LLIO areas, to look into them afterwards
     monkeypatch.setenv("GENOMON_SMK_SLOTS_PER_NODE", str(SLOTS_PER_NODE))
@@ -81,7 +81,7 @@ def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scen
     assert {e["status"] for e in events if e["event"] == "end"} == {0}
     launched = Counter(rule_of(e["command"][0]) for e in starts)
     assert (launched["map_reads"], launched["markdup"], launched["identify_mutations"]) == (8, 12, 5)
-    assert_same_pair_results(results, pipeline_run, pair_run)
+    assert_same_pair_results(results, request)
 
     # The reference: every file llio_transfer'd once, by this job, before the first rule job
     # started, and purged once after the last one ended.

@@ -83,7 +83,7 @@ def wait_for_file(path, proc, timeout):
 
 
 def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env, testdata, scenario_root,
-                                                                          pipeline_run, pair_run, tmp_path,
+                                                                          request, tmp_path,
                                                                           monkeypatch):
     config = scenario_variant(scenario_root, "config-pair", tmp_path, map={"threads": 1}, markdup={"threads": 1})
     results = tmp_path / "results"
@@ -132,7 +132,7 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     # 2. The rerun (normal limits, killed jobs' partial outputs gone) completes the pipeline.
     rc, output = run_snakemake_from_repo([*command, "--", *pair_targets(results)], tmp_path / "rerun.out", timeout=500)
     assert rc == 0, output[-5000:]
-    assert_same_pair_results(results, pipeline_run, pair_run)
+    assert_same_pair_results(results, request)
 
     # Every job of both runs ran under PJM; every job that reads the reference llio_transfer'd
     # each reference file in that job (and nothing was copied to a cache directory).

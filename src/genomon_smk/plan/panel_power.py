@@ -16,8 +16,6 @@ from dataclasses import dataclass
 
 import pysam
 
-from genomon_smk.tools.ebfilter import score_counts
-
 # The site a warning is about: a clean panel, a tumor at its estimated depth, and this VAF
 # (a clonal heterozygous mutation at 50% purity).
 TYPICAL_VAF = 0.25
@@ -82,6 +80,10 @@ def best_clean_site_score(members: int, panel_depth: float, tumor_depth: float, 
     tumor_strand = max(1, round(tumor_depth / 2))
     alt = max(1, round(tumor_strand * vaf))
     controls = [[per_strand, 0, per_strand, 0]] * members
+    # Imported here: EBFilter brings scipy (about a second), and every Snakemake job process
+    # imports this module with the workflow, though only the main process checks panels.
+    from genomon_smk.tools.ebfilter import score_counts
+
     return float(score_counts([tumor_strand, alt, tumor_strand, alt], controls))
 
 

@@ -1,9 +1,11 @@
-"""Tests against a real single-node Slurm on localhost, started by `.test/slurm/start-slurm`.
+"""Tests against a real single-node Slurm on localhost, started by `.test/slurm/start-slurm` (one
+module: the pytest-xdist workers take a module as one unit, and one Slurm serves them all).
 
 What is proven here, on Debian's Slurm 22.05 without accounting (see `.test/slurm/README.md`):
 a plain `sbatch` job runs with a TMPDIR; Snakemake's `--executor slurm` (plugin 2.8.0) reports a
-failing rule with its SLURM status and cancels its jobs on SIGINT; start-slurm is idempotent. The
-profiles themselves run the pipeline in tests/test_slurm_workflow.py.
+failing rule with its SLURM status and cancels its jobs on SIGINT; start-slurm is idempotent. Then
+the pair scenario through profiles/slurm and profiles/slurm-allocation gives the local run's
+results; a cancelled Slurm job is reported and a rerun completes.
 
 Snakemake is always started with SIGINT restored to its default: a process started in the background by a
 non-interactive shell inherits SIGINT as *ignored*, and SIGINT is the only signal that makes a waiting
@@ -24,11 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import START_SLURM, finish_interruptible, run_interruptible, start_interruptible
+from conftest import (REPO, START_SLURM, assert_same_pair_results, finish_interruptible, pair_targets,
+                      run_interruptible, scenario_variant, start_interruptible)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
-
-REPO = Path(__file__).resolve().parents[1]
 
 FINAL_JOB_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
                     "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
@@ -158,3 +159,105 @@ def test_sigint_makes_snakemake_cancel_its_slurm_job(slurm, tmp_path):
     assert "Terminating processes on user request" in out
     assert job_state(job_id) in {"CANCELLED", "COMPLETING"}  # COMPLETING while slurmd kills the step
     assert not (tmp_path / "slow.txt").exists()
+
+
+# --- the pipeline through the Slurm profiles
+
+# This test cluster has no accounting (poll with squeue), one 2-CPU node and a `debug` partition;
+# one thread per job lets two jobs run at once. bwa -K keeps alignments independent of threads.
+TEST_CLUSTER = [
+    "--slurm-status-command", "squeue",
+    "--slurm-init-seconds-before-status-checks", "2",
+    "--latency-wait", "5",
+    "--jobs", "4",
+    # One group job (the profile bundles map jobs) fits the 2-CPU node: at most 2 map jobs at once.
+    "--cores", "2", "--resources", "mem_mb=2000",
+    "--set-resources", "map_reads:mem_mb=1000", "markdup:mem_mb=1500", "merge_bam:mem_mb=800",
+    "identify_mutations:mem_mb=1000",
+    "--default-resources", "slurm_partition=debug", "mem_mb=800", "runtime=30",
+]
+# On this one-node test cluster the plugin's status polling (it backs off by 10 s after every
+# round in which no job finished) dominates: the many short markdup and mutation jobs of the
+# pair also go in bundles (a site may do the same), so every rule still runs as a Slurm job.
+# (--groups replaces the profile's list: its map bundle is repeated here.)
+BUNDLES = ["--groups", "map_reads=map_bundle", "markdup=markdup_bundle", "identify_mutations=identify_bundle",
+           "--group-components", "map_bundle=4", "markdup_bundle=6", "identify_bundle=5"]
+
+
+def cancel_a_running_map_job(proc, timeout=300):
+    """scancel the first map_reads job (a bundle of them: the profile groups map jobs) seen
+    running while Snakemake runs; returns its Slurm job id, or None."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        queue = subprocess.run(["squeue", "--noheader", "--states=RUNNING", "--format=%i %k"],
+                               capture_output=True, text=True).stdout
+        for line in queue.splitlines():
+            job_id, comment = (line.split(maxsplit=1) + [""])[:2]
+            if "map_reads" in comment:
+                subprocess.run(["scancel", job_id], check=True)
+                return job_id
+        time.sleep(0.5)
+    return None
+
+
+# The pair scenario in full: longer than the module's limit.
+@pytest.mark.workflow
+@pytest.mark.timeout(1500)
+def test_slurm_profile_reports_a_cancelled_job_and_its_rerun_gives_the_local_results(
+        slurm, scenario_root, request, tmp_path):
+    """The pair scenario through profiles/slurm: a map job cancelled with scancel is reported
+    failed (no retry in that run, --keep-going), and the rerun completes with the local results."""
+    config = scenario_variant(scenario_root, "config-pair", tmp_path, map={"threads": 1}, markdup={"threads": 1})
+    results = tmp_path / "results"
+    args = ["--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(config), *TEST_CLUSTER, *BUNDLES]
+    proc, log_path = start_interruptible([*args, "--retries", "0", "--keep-going", "--", *pair_targets(results)],
+                                         cwd=REPO, log_path=tmp_path / "first.out")
+    cancelled = cancel_a_running_map_job(proc)
+    rc, first = finish_interruptible(proc, log_path, timeout=600)
+    assert cancelled, f"no map_reads job seen running:\n{first[-3000:]}"
+    assert rc != 0
+    # The map jobs run bundled (a group job): Snakemake names the cancelled Slurm job as failed.
+    assert re.search(rf"\b{cancelled}\b", first) and "failed" in first, first[-3000:]
+
+    rc, rerun = run_interruptible([*args, "--", *pair_targets(results)], cwd=REPO, timeout=900,
+                                  log_path=tmp_path / "rerun.out")
+    assert rc == 0, rerun[-5000:]
+    # Every job went through Slurm (the profile's path names it, so look for the plugin's own line).
+    submitted = re.findall(r"has been submitted with SLURM jobid \d+", first + rerun)
+    assert len(submitted) > 10, rerun[-3000:]
+    assert_same_pair_results(results, request)
+
+
+# The pair scenario in full: longer than the module's limit.
+@pytest.mark.workflow
+@pytest.mark.timeout(1500)
+def test_slurm_allocation_profile_runs_rule_jobs_as_steps_of_one_allocation(
+        slurm, scenario_root, request, tmp_path):
+    config = scenario_variant(scenario_root, "config-pair", tmp_path, map={"threads": 1}, markdup={"threads": 1})
+    log = tmp_path / "allocation.log"
+    submitted = subprocess.run(
+        ["bash", "profiles/slurm-allocation/submit", "-N", "1", "-c", "2", "--mem=4000", f"--output={log}", "--",
+         "--configfile", str(config), "--set-resources", "map_reads:mem_mb=900", "markdup:mem_mb=900",
+         "merge_bam:mem_mb=900", "identify_mutations:mem_mb=900", "--default-resources", "mem_mb=600", "--latency-wait", "5",
+         "--", *pair_targets(tmp_path / "results")],
+        cwd=REPO, capture_output=True, text=True,
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.strip()
+    deadline = time.monotonic() + 1200
+    steps_seen = set()
+    while (state := job_state(job_id)) in ("", "PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
+        steps = subprocess.run(
+            ["squeue", "--steps", "--noheader", "--format=%i", "--jobs", job_id], capture_output=True, text=True
+        ).stdout.split()
+        steps_seen.update(step for step in steps if step.startswith(f"{job_id}.") and step.split(".")[1].isdigit())
+        if time.monotonic() > deadline:
+            subprocess.run(["scancel", job_id])
+            pytest.fail(f"allocation {job_id} did not finish:\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+    output = log.read_text()
+    assert state == "COMPLETED", output[-5000:]
+    assert re.search(r"(\d+) of \1 steps \(100%\) done", output)
+    # Rule jobs ran as job steps of this one allocation (polled while it ran; most are seen).
+    assert len(steps_seen) >= 15, steps_seen
+    assert_same_pair_results(tmp_path / "results", request)

@@ -1,6 +1,7 @@
 """Shared fixtures: the .test data set and one pipeline run on it, made once per test run (shared
 by the pytest-xdist workers); the order and grouping in which the workers take the tests."""
 
+import atexit
 import fcntl
 import hashlib
 import json
@@ -9,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,25 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+
+
+def checkout_view() -> Path:
+    """Where the tests run Snakemake, as a user does, from the checkout: the checkout itself, or
+    under pytest-xdist a directory per worker of links to the checkout's entries, so that each
+    worker's runs keep their own .snakemake/ (Snakemake's lock files there are not safe for runs
+    that start and end at the same moment: one found its locks directory removed under it)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return REPO
+    view = Path(tempfile.mkdtemp(prefix=f"genomon-smk-tests-{worker}-"))
+    for entry in REPO.iterdir():
+        if entry.name != ".snakemake":
+            (view / entry.name).symlink_to(entry)
+    atexit.register(shutil.rmtree, view, ignore_errors=True)
+    return view
+
+
+RUN_DIR = checkout_view()
 
 
 # --- how the pytest-xdist workers share the work (bin/test: `pytest -n 3 --dist loadscope`: a
@@ -95,9 +116,9 @@ def save_config(config, directory, overrides):
 
 
 def run_snakemake(config_path, *args, check=True, env=None):
-    """Run the workflow from the repository root, as the README says."""
+    """Run the workflow from the repository root (RUN_DIR), as the README says."""
     command = [SNAKEMAKE, "--profile", "profiles/local", "--configfile", str(config_path), "--cores", "2", *args]
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
+    result = subprocess.run(command, cwd=RUN_DIR, capture_output=True, text=True, env=env)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}")
     return result

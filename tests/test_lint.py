@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import write_config
+from conftest import RUN_DIR, write_config
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -19,7 +19,7 @@ def test_snakemake_lint_is_clean(tmp_path, testdata):
     config = write_config(tmp_path, testdata)
     result = subprocess.run(
         [str(BIN / "snakemake"), "--lint", "--configfile", str(config)],
-        cwd=REPO, capture_output=True, text=True,
+        cwd=RUN_DIR, capture_output=True, text=True,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0 and "Congratulations, your workflow is in a good condition!" in output, output

@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import REPO, assert_same_pair_results, pair_targets, scenario_variant
+from conftest import REPO, RUN_DIR, assert_same_pair_results, pair_targets, scenario_variant
 from genomon_smk.plan.reference import reference_files
 from test_pjm_workflow import finished_jobs, pjm_env  # noqa: F401 (pjm_env: fixture)
 
@@ -55,7 +55,7 @@ def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scen
          "--llio", "sharedtmp-size=1Gi,localtmp-size=512Mi", "-o", str(log),
          "--", "--configfile", str(config), "--seconds-between-status-checks", "1", "--latency-wait", "2",
          "--", *pair_targets(results)],
-        cwd=REPO, capture_output=True, text=True,
+        cwd=RUN_DIR, capture_output=True, text=True,
     )
     assert submitted.returncode == 0, submitted.stderr
     job = submitted.stdout.strip()
@@ -112,10 +112,10 @@ def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scen
 def test_submit_refuses_a_job_without_shared_temporary_storage_or_config(tmp_path):
     """shared_tmp lives in $PJM_SHAREDTMP: without --llio sharedtmp-size= the job could not run."""
     no_llio = subprocess.run(["bash", "profiles/pjm-allocation/submit", "-L", "node=2", "--", "--configfile", "x.yaml"],
-                             cwd=REPO, capture_output=True, text=True)
+                             cwd=RUN_DIR, capture_output=True, text=True)
     assert no_llio.returncode == 2 and "sharedtmp-size" in no_llio.stderr and no_llio.stdout == ""
     no_config = subprocess.run(["bash", "profiles/pjm-allocation/submit", "--llio", "sharedtmp-size=1Gi", "--",
-                                "-n"], cwd=REPO, capture_output=True, text=True)
+                                "-n"], cwd=RUN_DIR, capture_output=True, text=True)
     assert no_config.returncode == 2 and "--configfile" in no_config.stderr
 
 

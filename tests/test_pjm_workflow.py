@@ -18,7 +18,7 @@ from collections import defaultdict
 import pytest
 import yaml
 
-from conftest import (REPO, SNAKEMAKE_MODULE, assert_same_pair_results, finish_interruptible, pair_targets,
+from conftest import (REPO, RUN_DIR, SNAKEMAKE_MODULE, assert_same_pair_results, finish_interruptible, pair_targets,
                       scenario_variant, write_config)
 from genomon_smk.plan.reference import reference_files
 
@@ -34,7 +34,7 @@ def start_snakemake_from_repo(args, log_path):
     """Start Snakemake from the repository root (the profile's paths are relative to it), output to log_path."""
     with open(log_path, "w") as log:
         return subprocess.Popen(
-            SNAKEMAKE_MODULE + args, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            SNAKEMAKE_MODULE + args, cwd=RUN_DIR, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
 
@@ -204,7 +204,7 @@ def test_the_pjm_profile_without_its_storage_fragment_is_warned_about(pjm_env, t
     outputs = []
     for fragment in ([], ["profiles/pjm/storage.yaml"]):
         dry = subprocess.run([*SNAKEMAKE_MODULE, "--profile", "profiles/pjm", "--configfile", *fragment, str(config),
-                              "-n", "--quiet", "rules"], cwd=REPO, capture_output=True, text=True)
+                              "-n", "--quiet", "rules"], cwd=RUN_DIR, capture_output=True, text=True)
         assert dry.returncode == 0, dry.stderr[-3000:]
         outputs.append(dry.stdout + dry.stderr)
     assert warning in outputs[0] and "--configfile profiles/pjm/storage.yaml" in outputs[0]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, write_config
+from conftest import REPO, RUN_DIR, write_config
 from genomon_smk.plan.planner import (
     Job,
     benchmark_durations,
@@ -63,7 +63,7 @@ def test_read_dot_takes_the_real_jobs_and_edges_of_a_config(tmp_path, testdata):
     config = write_config(tmp_path, testdata)
     dot = subprocess.run(
         [str(Path(sys.executable).parent / "snakemake"), "-n", "--dag", "--configfile", str(config)],
-        cwd=REPO, capture_output=True, text=True, check=True,
+        cwd=RUN_DIR, capture_output=True, text=True, check=True,
     ).stdout
     jobs = read_dot(dot, {"map_reads": "map", "markdup": "markdup"}, {"map_reads": 60.0})
     rules = Counter(job.name.split("#")[0] for job in jobs)
@@ -104,7 +104,7 @@ def test_planner_takes_the_real_dag_and_the_runs_benchmarks(pipeline_run, tmp_pa
     config = pipeline_run.parent / "config" / "config.yaml"
     dot = subprocess.run(
         [str(Path(sys.executable).parent / "snakemake"), "-n", "--dag", "--forceall", "--configfile", str(config)],
-        cwd=REPO, capture_output=True, text=True, check=True,
+        cwd=RUN_DIR, capture_output=True, text=True, check=True,
     ).stdout
     nodes = re.findall(r'^\s*(\d+)\[label = "([^"\\]+)', dot, flags=re.M)
     durations = benchmark_durations(str(pipeline_run / "benchmarks"))

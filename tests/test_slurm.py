@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (REPO, START_SLURM, assert_same_pair_results, finish_interruptible, pair_targets,
+from conftest import (REPO, RUN_DIR, START_SLURM, assert_same_pair_results, finish_interruptible, pair_targets,
                       run_interruptible, scenario_variant, start_interruptible)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
@@ -211,7 +211,7 @@ def test_slurm_profile_reports_a_cancelled_job_and_its_rerun_gives_the_local_res
     results = tmp_path / "results"
     args = ["--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(config), *TEST_CLUSTER, *BUNDLES]
     proc, log_path = start_interruptible([*args, "--retries", "0", "--keep-going", "--", *pair_targets(results)],
-                                         cwd=REPO, log_path=tmp_path / "first.out")
+                                         cwd=RUN_DIR, log_path=tmp_path / "first.out")
     cancelled = cancel_a_running_map_job(proc)
     rc, first = finish_interruptible(proc, log_path, timeout=600)
     assert cancelled, f"no map_reads job seen running:\n{first[-3000:]}"
@@ -219,7 +219,7 @@ def test_slurm_profile_reports_a_cancelled_job_and_its_rerun_gives_the_local_res
     # The map jobs run bundled (a group job): Snakemake names the cancelled Slurm job as failed.
     assert re.search(rf"\b{cancelled}\b", first) and "failed" in first, first[-3000:]
 
-    rc, rerun = run_interruptible([*args, "--", *pair_targets(results)], cwd=REPO, timeout=900,
+    rc, rerun = run_interruptible([*args, "--", *pair_targets(results)], cwd=RUN_DIR, timeout=900,
                                   log_path=tmp_path / "rerun.out")
     assert rc == 0, rerun[-5000:]
     # Every job went through Slurm (the profile's path names it, so look for the plugin's own line).
@@ -240,7 +240,7 @@ def test_slurm_allocation_profile_runs_rule_jobs_as_steps_of_one_allocation(
          "--configfile", str(config), "--set-resources", "map_reads:mem_mb=900", "markdup:mem_mb=900",
          "merge_bam:mem_mb=900", "identify_mutations:mem_mb=900", "--default-resources", "mem_mb=600", "--latency-wait", "5",
          "--", *pair_targets(tmp_path / "results")],
-        cwd=REPO, capture_output=True, text=True,
+        cwd=RUN_DIR, capture_output=True, text=True,
     )
     assert submitted.returncode == 0, submitted.stderr
     job_id = submitted.stdout.strip()

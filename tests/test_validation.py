@@ -16,7 +16,7 @@ import snakemake
 
 import yaml
 
-from conftest import REPO, SNAKEMAKE, run_snakemake, write_config
+from conftest import REPO, RUN_DIR, SNAKEMAKE, run_snakemake, write_config
 from genomon_smk.plan.config_check import config_problems
 from genomon_smk.plan.samplesheet import load_schema
 from genomon_smk.plan.regions import make_regions, read_fai
@@ -29,7 +29,7 @@ def refusal(directory, testdata, env, prefix=(), **overrides):
     that it was refused and wrote nothing."""
     config = write_config(directory, testdata, **overrides)
     command = [*prefix, SNAKEMAKE, "--profile", "profiles/local", "--configfile", str(config), "--cores", "2", "-n"]
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
+    result = subprocess.run(command, cwd=RUN_DIR, capture_output=True, text=True, env=env)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-3000:]
     assert "invalid input" in output or "WorkflowError" in output, output[-3000:]
@@ -125,7 +125,7 @@ def test_regions_that_overlap(tmp_path, testdata, no_slurm_probe):
 
 
 def test_missing_config_file_is_explained(no_slurm_probe):
-    result = subprocess.run([SNAKEMAKE, "-n", "--cores", "1"], cwd=REPO, capture_output=True, text=True,
+    result = subprocess.run([SNAKEMAKE, "-n", "--cores", "1"], cwd=RUN_DIR, capture_output=True, text=True,
                             env=no_slurm_probe)
     assert result.returncode != 0
     assert "no config file given: run with --configfile FILE" in result.stdout + result.stderr

@@ -141,7 +141,7 @@ def test_tier_use_is_measured_and_only_results_reach_global(pipeline_run):
 
 def test_each_work_dir_job_reports_its_own_node_local_peak(pipeline_run, testdata):
     """Per job, as on a cluster where the node-local disks are out of the Snakemake process's sight:
-    the map jobs' peaks hold their SAM output (bwa writes it there), larger than the gzipped reads."""
+    the map jobs' peaks hold their uncompressed region pieces, larger than the gzipped reads."""
     rows = {}
     for line in (pipeline_run / "storage" / "job_tier_use.tsv").read_text().splitlines()[1:]:
         rule, tier, jobs, largest, total = line.split("\t")

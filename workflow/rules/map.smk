@@ -3,8 +3,9 @@
 The reference is pre-staged to the cache tier by stage_reference (once per node on a cluster),
 or with storage.reference_staging: llio_transfer, llio_transfer'd by every job that reads it.
 
-bwa's output lives on the node_local tier (it never leaves the job); the region pieces go to
-the map rule's output tier, and a per-sample gather re-files them by region for markdup.
+bwa's output streams into the scatter, which sorts each region's piece with bamsort on the
+node_local tier (it never leaves the job); the sorted pieces go to the map rule's output tier,
+and a per-sample gather re-files them by region for markdup.
 """
 
 
@@ -86,15 +87,21 @@ rule map_reads:
         work_dir_setup=work_dir_setup("map"),
         cache=TIER_WORDS["cache"],
         staging=config["storage"]["reference_staging"],
+        # markdup's bammerge keeps every piece's @PG lines: only the first chunk's have them.
+        drop_programs=lambda wildcards: (
+            "" if wildcards.chunk == CHUNKS[0] else "--drop-programs"
+        ),
     shell:
         """
         reference=$({params.python} -m genomon_smk.steps.stage_reference ensure --method {params.staging} --cache {params.cache} \
             --manifest {input.staged:q})
+        : >{log:q}
         {params.work_dir_setup} {log:q}
+        # bwa's alignments stream into the scatter, which sorts each region's piece in $work.
         bwa mem -t {threads} -K {params.batch_bases} {params.bwa_params} -R '{params.read_group}' \
-            "$reference" {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq >"$work/aligned.sam" 2>{log:q}
-        {params.python} -m genomon_smk.steps.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \
-            "$work/aligned.sam" >>{log:q} 2>&1
+            "$reference" {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq 2>>{log:q} \
+            | {params.python} -m genomon_smk.steps.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \
+                --work-dir "$work" {params.drop_programs} - >>{log:q} 2>&1
         """
 
 

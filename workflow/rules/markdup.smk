@@ -1,5 +1,6 @@
-"""Markdup: per sample and region, join the region's pieces from all chunks, sort with
-biobambam2 bamsort and mark duplicates with bammarkduplicates (which writes the index).
+"""Markdup: per sample and region, merge the region's coordinate-sorted pieces from all chunks
+with biobambam2 bammerge (the map jobs sorted them with bamsort) and mark duplicates with
+bammarkduplicates (which writes the index).
 """
 
 
@@ -26,14 +27,14 @@ rule markdup:
         """
         {params.work_dir_setup} {log:q}
         ls -1 {input.by_region:q}/{wildcards.region}/*.bam >"$work/pieces.txt"
-        # bammarkduplicates cuts its O=, M= and I= values at whitespace however they are quoted:
-        # it runs in the work directory with relative names and writes the BAM to stdout.
-        # It reads stdin itself: given I=/dev/stdin it tries a second pass and fails.
+        # bammerge opens every chunk's piece at once: as many files as the hard limit allows.
+        ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+        # biobambam2 cuts its O=, M= and I= values at whitespace however they are quoted: it
+        # runs in the work directory with relative names and writes the BAM to stdout.
+        # bammarkduplicates reads stdin itself: given I=/dev/stdin it tries a second pass and fails.
         (
             cd "$work"
-            samtools cat -b pieces.txt -o - \
-                | bamsort SO=coordinate inputformat=bam level=1 inputthreads={threads} outputthreads={threads} \
-                    sortthreads={threads} tmpfile=bamsort \
+            bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge \
                 | bammarkduplicates M=metrics.txt markthreads={threads} \
                     index=1 indexfilename={output.bai:q} tmpfile=markdup >{output.bam:q}
         ) 2>{log:q}

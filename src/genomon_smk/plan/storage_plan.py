@@ -17,7 +17,7 @@ FASTQ_PER_GZ = 3.5
 SAM_PER_FASTQ = 1.33  # paper: SAM 363 GiB from 272 GiB of FASTQ
 BAM_PER_FASTQ = 0.35  # paper: markdup BAM 95 GiB from 272 GiB of FASTQ
 PIECE_PER_BAM = 1.3  # region pieces are written at compression level 1
-SORT_TEMP_PER_BAM = 1.0  # bamsort + bammarkduplicates temporaries about the size of their input
+SORT_TEMP_PER_BAM = 1.0  # sort/markdup temporaries about the size of their input
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
@@ -57,6 +57,7 @@ def sample_uses(fastq_gz_bytes: int, chunks: int, regions: int, tiers: dict) -> 
     bam = fastq * BAM_PER_FASTQ
     return [
         Use("split_fastq", "output", tiers["split_fastq"]["output"], fastq),
+        # the chunk's uncompressed pieces before bamsort: under the chunk's SAM, counted as it
         Use("map", "temp", tiers["map"]["temp"], fastq * SAM_PER_FASTQ / chunks, per_job=True),
         Use("map", "output", tiers["map"]["output"], bam * PIECE_PER_BAM),
         Use("markdup", "temp", tiers["markdup"]["temp"], bam * SORT_TEMP_PER_BAM / regions, per_job=True),

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The pipeline against its own tools run as a plain script, side by side in one run, on the
+`bench` preset (5 Mb of GRCh37 chr20; tumor 40x, normal 30x, three panel normals 20x; 2x150).
+
+    .venv/bin/python bench/pipeline_vs_script.py [--workdir .test/bench] [--cores 2] [--stage bam mutation]
+
+bam: the final tumor and normal BAMs. The script, per sample: `bwa mem -t CORES -K 10000000 -T 0
+-R RG | bamsort SO=coordinate`, then `bammarkduplicates` (the pipeline's tools, flags and
+compression). The pipeline: `snakemake --profile profiles/local --cores CORES` on the two final
+BAMs (+ index, md5) in a fresh output directory, at the default config (8 chunks, 50 Mb regions).
+
+mutation: on the pipeline's BAMs, the mutation stage (snakemake on the tumor's result files: fisher,
+the filters, EBFilter against the panel, mutil, the VCFs) against a bare `samtools mpileup` of
+tumor and normal with fisher's samtools filters, over the whole genome.
+
+Prints both wall times, the ratio, and the load average before each measurement: compare runs
+made with the machine otherwise idle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+SAMPLES = ("tumor", "normal")
+PANEL = ("pon1", "pon2", "pon3")
+MPILEUP_FILTERS = "-q 20 -BQ0 -d 10000000 --ff UNMAP,SECONDARY,QCFAIL,DUP"
+
+
+def run(command: list[str] | str, cwd: Path = REPO) -> float:
+    """Wall seconds of a command, which must succeed (a string runs in bash)."""
+    start = time.monotonic()
+    shell = isinstance(command, str)
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", command] if shell else command, cwd=cwd,
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        shown = command if shell else shlex.join(command)
+        raise SystemExit(f"{shown} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return time.monotonic() - start
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def lanes(data: Path) -> dict[str, list[tuple[str, str]]]:
+    """sample -> [(fq1, fq2)] from the generated samples.tsv (paths relative to it)."""
+    rows = [line.split("\t") for line in (data / "samples.tsv").read_text().splitlines()[1:] if line.strip()]
+    found: dict[str, list[tuple[str, str]]] = {}
+    for sample, fq1, fq2, *_ in rows:
+        found.setdefault(sample, []).append((str(data / fq1), str(data / fq2)))
+    return found
+
+
+def plain_script(sample: str, fastqs: list[tuple[str, str]], reference: Path, out: Path, cores: int) -> str:
+    """The sample's final BAM by the pipeline's tools in two commands (lanes read in order)."""
+    reads = " ".join(f"<(zcat -f {' '.join(shlex.quote(pair[end]) for pair in fastqs)})" for end in (0, 1))
+    read_group = f"@RG\\tID:{sample}\\tSM:{sample}\\tPL:ILLUMINA\\tLB:{sample}"
+    work = shlex.quote(str(out / sample))
+    return (
+        f"mkdir -p {work} && cd {work} && "
+        f"bwa mem -t {cores} -K 10000000 -T 0 -R '{read_group}' {shlex.quote(str(reference))} {reads} 2>bwa.log"
+        f" | bamsort SO=coordinate inputformat=sam level=1 inputthreads={cores} outputthreads={cores}"
+        f" sortthreads={cores} tmpfile=bamsort >sorted.bam 2>bamsort.log"
+        f" && bammarkduplicates I=sorted.bam O={sample}.markdup.bam M=metrics.txt markthreads={cores}"
+        f" index=1 indexfilename={sample}.markdup.bam.bai tmpfile=markdup 2>markdup.log && rm sorted.bam"
+    )
+
+
+def pipeline_config(data: Path, run_dir: Path) -> Path:
+    config = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
+    defaults = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    (run_dir / "pairs.tsv").write_text("tumor\tnormal\tpanel\ntumor\tnormal\tpanel1\n")
+    config.update(reference=str(data / "ref" / "genome.fa"), samples=str(data / "samples.tsv"),
+                  pairs=str(run_dir / "pairs.tsv"), output_dir=str(run_dir / "results"),
+                  control_panels={"panel1": list(PANEL)}, split=defaults["split"], regions=defaults["regions"])
+    path = run_dir / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def snakemake(config: Path, cores: int, targets: list[Path]) -> float:
+    return run([str(BIN / "snakemake"), "--profile", "profiles/local", "--configfile", str(config),
+                "--cores", str(cores), *map(str, targets)])
+
+
+def compare(label: str, script: float, pipeline: float, loads: tuple[str, str]) -> None:
+    print(f"{label:<9} script {script:7.1f} s (load {loads[0]})   pipeline {pipeline:7.1f} s (load {loads[1]})"
+          f"   ratio {pipeline / script:.2f}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workdir", default=str(REPO / ".test" / "bench"))
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--stage", nargs="+", choices=("bam", "mutation"), default=["bam", "mutation"])
+    args = parser.parse_args()
+    work = Path(args.workdir).resolve()
+    data = work / "data"
+    run([sys.executable, str(REPO / ".test" / "make_testdata.py"), str(data), "--preset", "bench"])
+    reference = data / "ref" / "genome.fa"
+    run_dir = work / "side_by_side"
+    results = run_dir / "results"
+    if "bam" in args.stage:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config = pipeline_config(data, run_dir)
+    print(f"bench preset, {args.cores} cores, {os.cpu_count()} CPUs", flush=True)
+
+    if "bam" in args.stage:
+        sample_lanes = lanes(data)
+        script_out = run_dir / "script"
+        before_script = load()
+        script = sum(run(plain_script(s, sample_lanes[s], reference, script_out, args.cores)) for s in SAMPLES)
+        before_pipeline = load()
+        pipeline = snakemake(config, args.cores,
+                             [results / "bam" / s / f"{s}.markdup.bam{x}" for s in SAMPLES for x in ("", ".bai", ".md5")])
+        compare("bam", script, pipeline, (before_script, before_pipeline))
+
+    if "mutation" in args.stage:
+        bams = [results / "bam" / s / f"{s}.markdup.bam" for s in SAMPLES]
+        if not all(bam.exists() for bam in bams):
+            raise SystemExit(f"no BAMs in {results / 'bam'}: run with --stage bam first")
+        # The panel's BAMs first (they are inputs of the mutation stage, not part of it).
+        snakemake(config, args.cores, [results / "bam" / s / f"{s}.markdup.bam" for s in PANEL])
+        before_script = load()
+        script = run(f"samtools mpileup {MPILEUP_FILTERS} -f {shlex.quote(str(reference))} "
+                     f"{' '.join(shlex.quote(str(b)) for b in bams)} >/dev/null")
+        mutation = results / "mutation" / "tumor"
+        shutil.rmtree(mutation, ignore_errors=True)
+        before_pipeline = load()
+        pipeline = snakemake(config, args.cores, [mutation / f"tumor.genomon_mutation.result{x}"
+                                                  for x in (".txt", ".filt.txt", ".filt.vcf.gz", ".vcf.gz")])
+        compare("mutation", script, pipeline, (before_script, before_pipeline))
+
+
+if __name__ == "__main__":
+    main()

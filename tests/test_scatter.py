@@ -1,0 +1,116 @@
+"""The map job's scatter: bwa's SAM read from a pipe, every record in its region's piece, and
+(with a work directory) the pieces coordinate-sorted, so that markdup merges them with bammerge
+and gets the very BAM, duplicate flags and metrics that sorting their concatenation gave."""
+
+import subprocess
+import sys
+import zlib
+
+import pysam
+import pytest
+
+from conftest import bam_records
+from genomon_smk.plan.regions import read_regions
+from genomon_smk.steps.scatter import CHECKSUM_COMMENT, scatter
+
+CHUNKS = 3
+
+
+@pytest.fixture(scope="module")
+def chunk_sams(pipeline_run, tmp_path_factory):
+    """The default run's tumor BAM as bwa would give it in CHUNKS chunks: SAM files, each in read
+    name order (pairs together), duplicate flags cleared."""
+    out = tmp_path_factory.mktemp("chunks")
+    with pysam.AlignmentFile(str(pipeline_run / "bam" / "tumor" / "tumor.markdup.bam")) as bam:
+        chunks = [[] for _ in range(CHUNKS)]
+        for record in bam.fetch(until_eof=True):
+            record.flag &= ~0x400
+            chunks[zlib.crc32(record.query_name.encode()) % CHUNKS].append(record)
+        paths = []
+        for number, records in enumerate(chunks):
+            records.sort(key=lambda r: (r.query_name, r.is_read2, r.is_supplementary))
+            path = out / f"{number:04d}.sam"
+            with pysam.AlignmentFile(str(path), "w", template=bam) as sam:
+                for record in records:
+                    sam.write(record)
+            paths.append(path)
+    return paths
+
+
+def test_a_piped_sam_is_scattered_sorted_with_every_record_in_its_region(chunk_sams, pipeline_run, tmp_path):
+    regions = read_regions(str(pipeline_run / "regions.tsv"))
+    out, work = tmp_path / "pieces", tmp_path / "work"
+    work.mkdir()
+    with open(chunk_sams[0], "rb") as sam:
+        result = subprocess.run([sys.executable, "-m", "genomon_smk.steps.scatter", "--regions",
+                                 str(pipeline_run / "regions.tsv"), "--out-dir", str(out), "--work-dir", str(work), "-"],
+                                stdin=sam, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    expected = sum(1 for _ in pysam.AlignmentFile(str(chunk_sams[0])).fetch(until_eof=True))
+    assert f"scatter: {expected} records into {len(regions)} regions" in result.stdout
+    total = 0
+    for region in regions:
+        with pysam.AlignmentFile(str(out / f"{region.name}.bam")) as piece:
+            assert piece.header.get("HD", {}).get("SO") == "coordinate", region.name
+            records = list(piece.fetch(until_eof=True))
+            assert not [line for line in str(piece.header).splitlines() if line.startswith(CHECKSUM_COMMENT)]
+        total += len(records)
+        keys = [(r.reference_id if r.reference_id >= 0 else 1 << 30, r.reference_start) for r in records]
+        assert keys == sorted(keys), region.name
+        for record in records:
+            if region.is_unmapped:
+                assert record.reference_id < 0
+            else:
+                assert any(i.contig == record.reference_name and i.start <= record.reference_start < i.end
+                           for i in region.intervals), (region.name, record.query_name)
+    assert total == expected
+
+
+def programs(bam) -> list[str]:
+    """The PN of each @PG line."""
+    return [dict(field.split(":", 1) for field in line.split("\t")[1:])["PN"]
+            for line in bam_records(bam, programs=True) if line.startswith("@PG")]
+
+
+def markdup(command: str, directory) -> tuple[list[str], list[str]]:
+    """Run `command | bammarkduplicates` in directory; (records and header without @PG and
+    bamsort's checksum comments, @RG fields sorted; metrics rows)."""
+    subprocess.run(f"set -o pipefail; {command} | bammarkduplicates M=metrics.txt tmpfile=markdup >out.bam",
+                   shell=True, executable="/bin/bash", cwd=directory, check=True, capture_output=True)
+    metrics = [line for line in (directory / "metrics.txt").read_text().splitlines() if not line.startswith("#")]
+    records = [line for line in bam_records(directory / "out.bam") if not line.startswith(CHECKSUM_COMMENT)]
+    # bammerge writes an @RG line's fields in its own order.
+    records = ["\t".join(["@RG", *sorted(line.split("\t")[1:])]) if line.startswith("@RG") else line
+               for line in records]
+    return records, metrics
+
+
+def test_merging_sorted_pieces_marks_the_bam_that_sorting_their_concatenation_marked(chunk_sams, pipeline_run,
+                                                                                    tmp_path):
+    """Per region: bammerge of the sorted pieces (this pipeline) against `samtools cat` of the
+    unsorted pieces into bamsort (the pipeline before): the same records in the same order,
+    duplicate flags and metrics; the header differs only by bamsort's checksum comments and the
+    order of the @RG fields."""
+    regions_tsv = str(pipeline_run / "regions.tsv")
+    for number, sam in enumerate(chunk_sams):
+        work = tmp_path / f"work{number}"
+        work.mkdir()
+        scatter(str(sam), regions_tsv, str(tmp_path / "sorted" / f"{number:04d}"), str(work), keep_programs=number == 0)
+        scatter(str(sam), regions_tsv, str(tmp_path / "unsorted" / f"{number:04d}"))
+    duplicates = 0
+    for region in read_regions(regions_tsv):
+        pieces = [f"{number:04d}/{region.name}.bam" for number in range(CHUNKS)]
+        merged_dir, sorted_dir = tmp_path / "merged" / region.name, tmp_path / "resorted" / region.name
+        merged_dir.mkdir(parents=True)
+        sorted_dir.mkdir(parents=True)
+        (merged_dir / "pieces.txt").write_text("".join(f"{tmp_path / 'sorted' / p}\n" for p in pieces))
+        (sorted_dir / "pieces.txt").write_text("".join(f"{tmp_path / 'unsorted' / p}\n" for p in pieces))
+        merged = markdup("bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge", merged_dir)
+        resorted = markdup("samtools cat -b pieces.txt -o - | bamsort SO=coordinate inputformat=bam level=1 "
+                           "tmpfile=bamsort", sorted_dir)
+        assert merged == resorted, region.name
+        # The first chunk's program lines (the other pieces have none), bammerge's and bammarkduplicates'.
+        first = programs(tmp_path / "sorted" / pieces[0])
+        assert programs(merged_dir / "out.bam") == first + ["bammerge", "bammarkduplicates"], region.name
+        duplicates += sum(1 for line in merged[0] if not line.startswith("@") and int(line.split("\t")[1]) & 0x400)
+    assert duplicates > 0  # the comparison covered duplicate marking

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 from contextlib import ExitStack
@@ -37,7 +38,7 @@ def scatter(alignments: str, regions_tsv: str, out_dir: str, work_dir: str | Non
     SAM from stdin (bwa's pipe)."""
     regions = read_regions(regions_tsv)
     lookup = RegionLookup(regions)
-    os.makedirs(out_dir, exist_ok=True)
+    parent = os.getppid()
     piece_dir = os.path.join(work_dir, "unsorted") if work_dir else out_dir
     os.makedirs(piece_dir, exist_ok=True)
     mode, options = ("wbu", None) if work_dir else ("wb", PIECE_OPTIONS)
@@ -58,10 +59,22 @@ def scatter(alignments: str, regions_tsv: str, out_dir: str, work_dir: str | Non
             pieces[index].write(record)
             counts[index] += 1
     if work_dir:
+        job_shell_alive(parent, out_dir)
+        os.makedirs(out_dir, exist_ok=True)
         for region in regions:
             sort_piece(os.path.join(piece_dir, f"{region.name}.bam"), os.path.join(out_dir, f"{region.name}.bam"),
                        work_dir, keep_programs)
+        job_shell_alive(parent, out_dir)
     return {region.name: n for region, n in zip(regions, counts)}
+
+
+def job_shell_alive(parent: int, out_dir: str) -> None:
+    """Exit (removing out_dir) when the job's shell that started this scatter is gone: killed, its
+    job already counts as failed and its outputs as removed, and an orphaned scatter must not
+    write them again."""
+    if os.getppid() != parent:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        sys.exit(f"scatter: the job's shell (pid {parent}) is gone; {out_dir} not written")
 
 
 def sort_piece(unsorted: str, out: str, work_dir: str, keep_programs: bool) -> None:

@@ -7,6 +7,7 @@ from genomon_smk.plan.regions import (
     Interval,
     RegionLookup,
     derive_regions,
+    mutation_regions,
     read_regions,
     regions_from_file,
     write_regions,
@@ -17,6 +18,18 @@ CONTIGS = [("chr1", 100_000), ("chr2", 30_000), ("chrM", 500), ("gl1", 800), ("g
 
 def covered(regions):
     return sorted((i.contig, i.start, i.end) for r in regions for i in r.intervals)
+
+
+def merged(spans):
+    """Sorted (contig, start, end) spans with adjacent ones joined; fails on an overlap."""
+    joined = []
+    for contig, start, end in spans:
+        if joined and joined[-1][0] == contig and joined[-1][2] >= start:
+            assert joined[-1][2] == start, f"overlap at {contig}:{start}"
+            joined[-1] = (contig, joined[-1][1], end)
+        else:
+            joined.append((contig, start, end))
+    return joined
 
 
 def test_derived_regions_cover_every_base_once_and_end_with_unmapped():
@@ -36,6 +49,29 @@ def test_derived_regions_cover_every_base_once_and_end_with_unmapped():
     packed = [[i.contig for i in r.intervals] for r in regions if len(r.intervals) > 1]
     assert packed == [["chrM", "gl1"]]
     assert [r.name for r in regions[:-1]] == [f"r{i:04d}" for i in range(1, len(regions))]
+
+
+def test_mutation_regions_cut_a_small_genome_into_equal_pieces_in_order():
+    regions = derive_regions(CONTIGS, max_length=200_000, pack_bp=50_000)
+    # chr1 alone; chr2, chrM, gl1, gl2 packed into one region (32,200 bp): two regions
+    assert len(regions) == 3
+    pieces = mutation_regions(regions, min_regions=8)
+    assert UNMAPPED not in [p.name for p in pieces]
+    assert merged(covered(pieces)) == merged(covered(regions))  # every base once, nothing added
+    assert [i for p in pieces for i in p.intervals] == sorted(
+        (i for p in pieces for i in p.intervals),
+        key=lambda i: ([c for c, _ in CONTIGS].index(i.contig), i.start),
+    )
+    sizes = [sum(i.end - i.start for i in p.intervals) for p in pieces]
+    assert len(pieces) >= 8 and max(sizes) <= -(-132_200 // 8)
+    assert [p.name for p in pieces][:2] == ["r0001-1", "r0001-2"]
+    # the packed region's pieces cross contig boundaries without splitting a base twice
+    assert any(len(p.intervals) > 1 for p in pieces if p.name.startswith("r0002"))
+
+
+def test_mutation_regions_keep_a_genome_that_has_enough_regions():
+    regions = derive_regions(CONTIGS, max_length=10_000, pack_bp=1000)
+    assert mutation_regions(regions, min_regions=8) == [r for r in regions if not r.is_unmapped]
 
 
 def test_region_table_round_trip(tmp_path):

@@ -13,7 +13,7 @@ from snakemake.utils import min_version, validate
 from genomon_smk.plan.config_check import config_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan.reference import reference_problems
-from genomon_smk.plan.regions import make_regions
+from genomon_smk.plan.regions import make_regions, mutation_regions
 from genomon_smk.plan.rules import FACTS, PRIORITIES
 from genomon_smk.plan.samplesheet import InputError, load_cohort, load_schema
 from genomon_smk.steps.fastq_split import chunk_name
@@ -110,6 +110,10 @@ if COHORT.sv_pairs and workflow.is_main_process:
         file=sys.stderr,
     )
 REGION_NAMES = [region.name for region in REGIONS]
-# Reads without a position carry no mutations: the mutation stage skips the unmapped region.
-MUTATION_REGIONS = {region.name: region for region in REGIONS if not region.is_unmapped}
+# Reads without a position carry no mutations: the mutation stage skips the unmapped region
+# (and cuts the regions of a small genome finer, regions.min_mutation_regions).
+MUTATION_REGIONS = {
+    region.name: region
+    for region in mutation_regions(REGIONS, config["regions"]["min_mutation_regions"])
+}
 CHUNKS = [chunk_name(i) for i in range(config["split"]["chunks"])]

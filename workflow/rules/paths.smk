@@ -135,8 +135,9 @@ def one_of(names):
 wildcard_constraints:
     sample=one_of(SAMPLES),
     chunk=r"\d{4}",
-    region="|".join(map(re.escape, REGION_NAMES)),
-    tumor="|".join(map(re.escape, PAIRS)) or "(?!)",
+    # The markdup regions and the mutation stage's (the same, or pieces of them).
+    region=one_of(dict.fromkeys([*REGION_NAMES, *MUTATION_REGIONS])),
+    tumor=one_of(PAIRS),
 
 
 # The utilisation timeline (rules/timeline.smk): its slots and every rule's threads.

@@ -84,6 +84,49 @@ def derive_regions(contigs: list[tuple[str, int]], max_length: int, pack_bp: int
     return regions + [Region(UNMAPPED, ())]
 
 
+def split_intervals(intervals: tuple[Interval, ...], parts: int) -> list[tuple[Interval, ...]]:
+    """Cut a run of intervals into `parts` consecutive runs of (nearly) equal bases."""
+    total = sum(i.end - i.start for i in intervals)
+    bounds = [round(k * total / parts) for k in range(1, parts + 1)]
+    runs: list[tuple[Interval, ...]] = []
+    current: list[Interval] = []
+    done = 0  # bases of the intervals before this one
+    for interval in intervals:
+        start = interval.start
+        while bounds and bounds[0] <= done + interval.end - interval.start:
+            cut = interval.start + bounds.pop(0) - done
+            if cut > start:
+                current.append(Interval(interval.contig, start, cut))
+            runs.append(tuple(current))
+            current, start = [], cut
+        if start < interval.end:
+            current.append(Interval(interval.contig, start, interval.end))
+        done += interval.end - interval.start
+    return [run for run in runs if run]
+
+
+def mutation_regions(regions: list[Region], min_regions: int) -> list[Region]:
+    """The mutation stage's regions: the markdup regions without the unmapped one, each cut
+    into equal pieces when there are fewer than min_regions of them, so that a small genome's
+    pair still makes enough jobs to use its cores (a human genome's regions stay as they are).
+    A cut region's pieces are named <region>-<n>."""
+    mapped = [region for region in regions if not region.is_unmapped]
+    if len(mapped) >= min_regions:
+        return mapped
+    total = sum(i.end - i.start for region in mapped for i in region.intervals)
+    piece_bp = math.ceil(total / min_regions)
+    cut = []
+    for region in mapped:
+        bases = sum(i.end - i.start for i in region.intervals)
+        parts = max(1, min(bases, math.ceil(bases / piece_bp)))
+        if parts == 1:
+            cut.append(region)
+            continue
+        runs = split_intervals(region.intervals, parts)
+        cut.extend(Region(f"{region.name}-{n}", run) for n, run in enumerate(runs, start=1))
+    return cut
+
+
 def parse_region_file(path: str) -> list[list[Interval]]:
     """Interval groups from a BED file (`contig start end [name]`, 0-based; lines with the same
     name form one region, else one region per line) or a Genomon interval list (one region per

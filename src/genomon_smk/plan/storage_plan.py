@@ -16,8 +16,9 @@ from dataclasses import dataclass
 FASTQ_PER_GZ = 3.5
 SAM_PER_FASTQ = 1.33  # paper: SAM 363 GiB from 272 GiB of FASTQ
 BAM_PER_FASTQ = 0.35  # paper: markdup BAM 95 GiB from 272 GiB of FASTQ
-PIECE_PER_BAM = 1.3  # region pieces are written at compression level 1
-SORT_TEMP_PER_BAM = 1.0  # sort/markdup temporaries about the size of their input
+PIECE_PER_BAM = 1.45  # sorted region pieces at compression level 1 (bench preset: 152 / 104 MB)
+SORT_TEMP_PER_BAM = 1.0  # sort temporaries about the size of their input
+MERGED_PER_BAM = 4.3  # markdup's merged input, uncompressed (bench preset: 443 / 104 MB)
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
@@ -60,7 +61,7 @@ def sample_uses(fastq_gz_bytes: int, chunks: int, regions: int, tiers: dict) -> 
         # the chunk's uncompressed pieces before bamsort: under the chunk's SAM, counted as it
         Use("map", "temp", tiers["map"]["temp"], fastq * SAM_PER_FASTQ / chunks, per_job=True),
         Use("map", "output", tiers["map"]["output"], bam * PIECE_PER_BAM),
-        Use("markdup", "temp", tiers["markdup"]["temp"], bam * SORT_TEMP_PER_BAM / regions, per_job=True),
+        Use("markdup", "temp", tiers["markdup"]["temp"], bam * MERGED_PER_BAM / regions, per_job=True),
         Use("markdup", "output", tiers["markdup"]["output"], bam),
         Use("merge_bam", "output", tiers["merge_bam"]["output"], bam),
     ]

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from genomon_smk.steps import fastq_split
 from genomon_smk.steps.fastq_split import FastqError, main, split_sample
 
 
@@ -42,6 +43,24 @@ def test_round_robin_over_lanes_keeps_mates_together(tmp_path):
         expected = everything[index::3]
         assert [n[: -len("/1")] for n in names(r1)] == expected
         assert [n[: -len("/2")] for n in names(r2)] == expected
+
+
+@pytest.mark.parametrize("block_bytes", [1, 37, 1 << 20])
+def test_blocks_of_any_size_give_the_same_chunks(tmp_path, monkeypatch, block_bytes):
+    """Records are read in blocks: mates whose lines differ in length, blocks that end inside a
+    line or a record, CRLF lines, and a last line without its newline change nothing."""
+    records = fastq_records(23, "m", length=9) + ["@z/{mate} x\r\nACGTA\r\n+\r\nIIIII\r\n", "@last/{mate}\nAC\n+\nII"]
+    r1, r2 = tmp_path / "r1.fq", tmp_path / "r2.fq"
+    r1.write_text("".join(r.format(mate=1) for r in records))
+    r2.write_text("".join(r.format(mate=2).replace(" extra", " much longer text") for r in records))
+    monkeypatch.setattr(fastq_split, "BLOCK_BYTES", block_bytes)
+    chunks = chunk_paths(tmp_path, 4)
+    [count] = split_sample([(str(r1), str(r2))], chunks)
+    assert count.read_pairs == 25
+    texts = [r.format(mate=1) for r in records]
+    texts[-1] += "\n"
+    for index, (chunk_r1, _) in enumerate(chunks):
+        assert open(chunk_r1, "rb").read() == "".join(texts[index::4]).encode()
 
 
 def test_more_chunks_than_reads_gives_empty_chunks(tmp_path):

@@ -18,6 +18,7 @@ import sys
 import zlib
 from contextlib import ExitStack
 from dataclasses import dataclass
+from itertools import chain, repeat
 
 
 class FastqError(Exception):
@@ -48,7 +49,7 @@ def open_fastq(path: str) -> io.BufferedReader:
 
 def mate_name(header: bytes) -> bytes:
     """The fragment name of a FASTQ header line: up to the first blank, without /1 or /2."""
-    name = header[1:].split(maxsplit=1)[0] if len(header) > 1 else b""
+    name = (header[1:].split(maxsplit=1) or [b""])[0]
     if name.endswith((b"/1", b"/2")):
         name = name[:-2]
     return name
@@ -80,35 +81,134 @@ def read_record(stream, path: str, number: int) -> list[bytes] | None:
     return record
 
 
+# Records are read, checked and distributed a block at a time: per-record Python work (four
+# readline calls, the checks) cost more than the decompression.
+BLOCK_BYTES = 4 << 20
+
+
+class RecordBlocks:
+    """A FASTQ's lines (without their newlines) in blocks of whole records; `records` counts
+    the records handed out."""
+
+    def __init__(self, stream, path: str):
+        self.stream, self.path = stream, path
+        self.lines: list[bytes] = []
+        self.partial_line = b""
+        self.records = 0
+
+    def buffered(self) -> int:
+        return len(self.lines) // 4
+
+    def fill(self) -> None:
+        """Read until at least one whole record is buffered, or the file ends."""
+        while not self.buffered():
+            try:
+                data = self.stream.read(BLOCK_BYTES)
+            except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+                raise FastqError(
+                    f"{self.path}: truncated or corrupt gzip after {self.records + self.buffered()} records ({error})"
+                ) from None
+            if not data:
+                if self.partial_line:  # the last line has no newline
+                    self.lines.append(self.partial_line)
+                    self.partial_line = b""
+                    continue
+                return
+            data = self.partial_line + data
+            end = data.rfind(b"\n")
+            if end < 0:
+                self.partial_line = data
+                continue
+            self.lines.extend(data[:end].split(b"\n"))
+            self.partial_line = data[end + 1 :]
+
+    def take(self, records: int) -> list[bytes]:
+        """The next `records` records' lines, checked."""
+        block, self.lines = self.lines[: 4 * records], self.lines[4 * records :]
+        if not well_formed(block):
+            # Find the first bad record the slow way, for its exact message.
+            stream = as_stream(block)
+            for number in range(self.records + 1, self.records + records + 1):
+                read_record(stream, self.path, number)
+        self.records += records
+        return block
+
+    def check_end(self) -> None:
+        """At the end of the file: what is left must not be a partial or malformed record."""
+        if self.lines:
+            read_record(as_stream(self.lines), self.path, self.records + 1)
+
+
+def as_stream(lines: list[bytes]) -> io.BytesIO:
+    return io.BytesIO(b"".join(line + b"\n" for line in lines))
+
+
+def well_formed(block: list[bytes]) -> bool:
+    """Every record of a block of whole records passes read_record's checks (the fast path)."""
+    return (
+        all(map(bytes.startswith, block[0::4], repeat(b"@")))
+        and all(map(bytes.startswith, block[2::4], repeat(b"+")))
+        and list(map(len, block[1::4])) == list(map(len, block[3::4]))
+    )
+
+
+def check_mates(block1: list[bytes], block2: list[bytes], fq1: str, fq2: str, first_number: int) -> None:
+    headers1, headers2 = block1[0::4], block2[0::4]
+    # Most files name both mates alike up to the first blank: compare that first (cheap).
+    if [h.split(maxsplit=1)[:1] for h in headers1] == [h.split(maxsplit=1)[:1] for h in headers2]:
+        return
+    names1, names2 = list(map(mate_name, headers1)), list(map(mate_name, headers2))
+    if names1 != names2:
+        index = next(i for i, (a, b) in enumerate(zip(names1, names2)) if a != b)
+        raise FastqError(
+            f"record {first_number + index}: mate names differ: {fq1} has {names1[index].decode(errors='replace')}, "
+            f"{fq2} has {names2[index].decode(errors='replace')}"
+        )
+
+
+def deal(block: list[bytes], outputs: list, first_index: int) -> None:
+    """Write record n of the block to outputs[(first_index + n) % len(outputs)]."""
+    step = 4 * len(outputs)
+    for chunk, out in enumerate(outputs):
+        first = 4 * ((chunk - first_index) % len(outputs))
+        if first < len(block):
+            records = zip(block[first::step], block[first + 1 :: step], block[first + 2 :: step], block[first + 3 :: step])
+            out.write(b"\n".join(chain.from_iterable(records)) + b"\n")
+
+
+def empty_reads(block: list[bytes]) -> int:
+    sequences = block[1::4]
+    return sequences.count(b"") + sequences.count(b"\r")
+
+
 def split_lane(fq1: str, fq2: str, outputs: list[tuple], first_index: int) -> LaneCount:
     """Distribute one lane's records over the chunk outputs, continuing the round robin at
     first_index; return its counts."""
     chunks = len(outputs)
     pairs = empty1 = empty2 = 0
-    with open_fastq(fq1) as r1, open_fastq(fq2) as r2:
+    with open_fastq(fq1) as stream1, open_fastq(fq2) as stream2:
+        r1, r2 = RecordBlocks(stream1, fq1), RecordBlocks(stream2, fq2)
         while True:
-            number = pairs + 1
-            rec1 = read_record(r1, fq1, number)
-            rec2 = read_record(r2, fq2, number)
-            if rec1 is None or rec2 is None:
-                if rec1 is not None or rec2 is not None:
-                    longer, shorter = (fq1, fq2) if rec2 is None else (fq2, fq1)
-                    raise FastqError(
-                        f"R1 and R2 have different record counts: {shorter} ends after {pairs} records, "
-                        f"{longer} has more"
-                    )
+            r1.fill()
+            r2.fill()
+            records = min(r1.buffered(), r2.buffered())
+            if not records:
                 break
-            if mate_name(rec1[0]) != mate_name(rec2[0]):
-                raise FastqError(
-                    f"record {number}: mate names differ: {fq1} has {mate_name(rec1[0]).decode(errors='replace')}, "
-                    f"{fq2} has {mate_name(rec2[0]).decode(errors='replace')}"
-                )
-            out1, out2 = outputs[(first_index + pairs) % chunks]
-            out1.write(b"".join(rec1))
-            out2.write(b"".join(rec2))
-            pairs += 1
-            empty1 += rec1[1] in (b"\n", b"\r\n")
-            empty2 += rec2[1] in (b"\n", b"\r\n")
+            block1, block2 = r1.take(records), r2.take(records)
+            check_mates(block1, block2, fq1, fq2, pairs + 1)
+            first = (first_index + pairs) % chunks
+            deal(block1, [out for out, _ in outputs], first)
+            deal(block2, [out for _, out in outputs], first)
+            pairs += records
+            empty1 += empty_reads(block1)
+            empty2 += empty_reads(block2)
+        r1.check_end()
+        r2.check_end()
+        if r1.lines or r2.lines:
+            longer, shorter = (fq1, fq2) if r1.lines else (fq2, fq1)
+            raise FastqError(
+                f"R1 and R2 have different record counts: {shorter} ends after {pairs} records, {longer} has more"
+            )
     if pairs == 0:
         raise FastqError(f"{fq1} and {fq2} hold no reads")
     return LaneCount(fq1, fq2, pairs, empty1, empty2)

@@ -72,11 +72,14 @@ def programs(bam) -> list[str]:
             for line in bam_records(bam, programs=True) if line.startswith("@PG")]
 
 
-def markdup(command: str, directory) -> tuple[list[str], list[str]]:
-    """Run `command | bammarkduplicates` in directory; (records and header without @PG and
-    bamsort's checksum comments, @RG fields sorted; metrics rows)."""
-    subprocess.run(f"set -o pipefail; {command} | bammarkduplicates M=metrics.txt tmpfile=markdup >out.bam",
-                   shell=True, executable="/bin/bash", cwd=directory, check=True, capture_output=True)
+def markdup(command: str, directory, piped: bool) -> tuple[list[str], list[str]]:
+    """Run `command | bammarkduplicates` (piped) or bammarkduplicates on command's output file
+    in directory; (records and header without @PG and bamsort's checksum comments, @RG fields
+    sorted; metrics rows)."""
+    marking = "bammarkduplicates M=metrics.txt markthreads=2 tmpfile=markdup >out.bam"
+    shell = f"{command} | {marking}" if piped else f"{command} >merged.bam && {marking.replace('M=', 'I=merged.bam M=')}"
+    subprocess.run(f"set -o pipefail; {shell}", shell=True, executable="/bin/bash", cwd=directory, check=True,
+                   capture_output=True)
     metrics = [line for line in (directory / "metrics.txt").read_text().splitlines() if not line.startswith("#")]
     records = [line for line in bam_records(directory / "out.bam") if not line.startswith(CHECKSUM_COMMENT)]
     # bammerge writes an @RG line's fields in its own order.
@@ -87,8 +90,9 @@ def markdup(command: str, directory) -> tuple[list[str], list[str]]:
 
 def test_merging_sorted_pieces_marks_the_bam_that_sorting_their_concatenation_marked(chunk_sams, pipeline_run,
                                                                                     tmp_path):
-    """Per region: bammerge of the sorted pieces (this pipeline) against `samtools cat` of the
-    unsorted pieces into bamsort (the pipeline before): the same records in the same order,
+    """Per region: bammerge of the sorted pieces into a file that bammarkduplicates reads (this
+    pipeline) against `samtools cat` of the unsorted pieces into bamsort into bammarkduplicates
+    (the pipeline before): the same records in the same order,
     duplicate flags and metrics; the header differs only by bamsort's checksum comments and the
     order of the @RG fields."""
     regions_tsv = str(pipeline_run / "regions.tsv")
@@ -105,9 +109,10 @@ def test_merging_sorted_pieces_marks_the_bam_that_sorting_their_concatenation_ma
         sorted_dir.mkdir(parents=True)
         (merged_dir / "pieces.txt").write_text("".join(f"{tmp_path / 'sorted' / p}\n" for p in pieces))
         (sorted_dir / "pieces.txt").write_text("".join(f"{tmp_path / 'unsorted' / p}\n" for p in pieces))
-        merged = markdup("bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge", merged_dir)
+        # As the markdup rule does now, and as it did before the map jobs sorted the pieces.
+        merged = markdup("bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge", merged_dir, piped=False)
         resorted = markdup("samtools cat -b pieces.txt -o - | bamsort SO=coordinate inputformat=bam level=1 "
-                           "tmpfile=bamsort", sorted_dir)
+                           "tmpfile=bamsort", sorted_dir, piped=True)
         assert merged == resorted, region.name
         # The first chunk's program lines (the other pieces have none), bammerge's and bammarkduplicates'.
         first = programs(tmp_path / "sorted" / pieces[0])

@@ -9,7 +9,7 @@ one slot by default (the paper's CMG). Several pipelines can be started at once 
 as the paper did (5 minutes apart, map jobs in a low-priority queue). `recommend_slots` finds
 the fewest slots that finish within a target turnaround.
 
-    python -m genomon_smk.plan.planner                                   # the paper's shape, 383 slots
+    python -m genomon_smk.plan.planner [--design genomon-smk]            # the paper's shape, 383 slots
     python -m genomon_smk.plan.planner --configfile my/config.yaml --benchmarks results/benchmarks \
         --slots 48 --pipelines 1 2 4 --target-hours 2 --slots-per-node 4 \
         [--threads map_reads=2 markdup=2] [--timeline DIR]
@@ -130,12 +130,33 @@ GRCH37_MAIN = [249250621, 243199373, 198022430, 191154276, 180915260, 171115067,
                81195210, 78077248, 59128983, 63025520, 48129895, 51304566, 155270560, 59373566]
 
 
-def paper_pipeline(pipeline: int = 0, first_index: int = 0) -> list[Job]:
+@dataclass(frozen=True)
+class MapMarkdupSeconds:
+    """A map job's seconds (one of 2712 per sample) and the longest markdup job's, at the paper's scale."""
+
+    map: float
+    markdup: float
+
+
+# Genomon as the paper measured it: map 98 s (bwa, scatter); markdup bamsort 1513 s +
+# bammarkduplicates 3370 s.
+GENOMON_SECONDS = MapMarkdupSeconds(map=98.0, markdup=1513.0 + 3370.0)
+# This pipeline: the map jobs sort their region pieces, markdup merges them and marks a file.
+# The paper's seconds times the ratios bench/markdup_paths.py measured on the bench preset
+# (same alignments; now / before; docs/benchmarks.md).
+MAP_RATIO = 1.0
+MARKDUP_RATIO = 1.0
+GENOMON_SMK_SECONDS = MapMarkdupSeconds(map=GENOMON_SECONDS.map * MAP_RATIO, markdup=GENOMON_SECONDS.markdup * MARKDUP_RATIO)
+DESIGNS = {"genomon": GENOMON_SECONDS, "genomon-smk": GENOMON_SMK_SECONDS}
+
+
+def paper_pipeline(pipeline: int = 0, first_index: int = 0, seconds: MapMarkdupSeconds = GENOMON_SECONDS) -> list[Job]:
     """One tumor/normal pair shaped as in the Fugaku paper: per sample a split job (count 347 s +
-    split 1146 s), 2712 map jobs of 98 s, 87 markdup jobs (bamsort 1513 s + bammarkduplicates
-    3370 s for the largest region, scaled by region length; 63 short jobs for the small contigs,
-    the unmapped reads and the decoy), a merge bam job (samtools cat 191 s); then per pair 275
-    identify-mutations jobs (up to 1250 s, scaled by interval length) and a merge."""
+    split 1146 s), 2712 map jobs (seconds.map: 98 s in the paper), 87 markdup jobs
+    (seconds.markdup for the largest region: bamsort 1513 s + bammarkduplicates 3370 s in the
+    paper, scaled by region length; 63 short jobs for the small contigs, the unmapped reads and
+    the decoy), a merge bam job (samtools cat 191 s); then per pair 275 identify-mutations jobs
+    (up to 1250 s, scaled by interval length) and a merge."""
     regions = GRCH37_MAIN + [16569] + [200_000] * 59 + [35_000_000, 171_823]  # chrM, GL contigs, hs37d5, EBV
     regions = regions + [50_000_000]  # the unmapped reads: about one long region's work
     assert len(regions) == 87
@@ -151,9 +172,9 @@ def paper_pipeline(pipeline: int = 0, first_index: int = 0) -> list[Job]:
     merges = []
     for sample in ("normal", "tumor"):
         split = add(f"{sample}.split", "split", 347 + 1146, [])
-        maps = [add(f"{sample}.map{i}", "map", 98.0, [split - first_index]) for i in range(2712)]
+        maps = [add(f"{sample}.map{i}", "map", seconds.map, [split - first_index]) for i in range(2712)]
         markdups = [
-            add(f"{sample}.markdup{i}", "markdup", 4883 * length / longest, [m - first_index for m in maps])
+            add(f"{sample}.markdup{i}", "markdup", seconds.markdup * length / longest, [m - first_index for m in maps])
             for i, length in enumerate(regions)
         ]
         merges.append(add(f"{sample}.merge_bam", "merge_bam", 191.0, [m - first_index for m in markdups]))
@@ -166,10 +187,11 @@ def paper_pipeline(pipeline: int = 0, first_index: int = 0) -> list[Job]:
     return jobs
 
 
-def paper_cohort(pipelines: int, stagger: float) -> tuple[list[Job], dict[int, float]]:
+def paper_cohort(pipelines: int, stagger: float, seconds: MapMarkdupSeconds = GENOMON_SECONDS
+                 ) -> tuple[list[Job], dict[int, float]]:
     jobs: list[Job] = []
     for pipeline in range(pipelines):
-        jobs += paper_pipeline(pipeline, first_index=len(jobs))
+        jobs += paper_pipeline(pipeline, first_index=len(jobs), seconds=seconds)
     return jobs, {p: p * stagger for p in range(pipelines)}
 
 
@@ -219,12 +241,13 @@ def benchmark_durations(directory: str) -> dict[str, float]:
     return {rule: sum(values) / len(values) for rule, values in seconds.items()}
 
 
-def paper_rule_durations() -> dict[str, float]:
-    """Mean seconds per rule of the paper's shape (`paper_pipeline`): split 1493, map 98, markdup and
-    identify mutations averaged over their regions, merge bam 191, merge mutation 10. The paper has
-    no gather or QC step: those rules take 0 s."""
+def paper_rule_durations(design: MapMarkdupSeconds = GENOMON_SMK_SECONDS) -> dict[str, float]:
+    """Mean seconds per rule of the paper's shape (`paper_pipeline`) with this pipeline's map and
+    markdup: split 1493, map and markdup (averaged over the regions) as the design has them,
+    identify mutations averaged over its regions, merge bam 191, merge mutation 10. The paper
+    has no gather or QC step: those rules take 0 s."""
     seconds: dict[str, list[float]] = defaultdict(list)
-    for job in paper_pipeline():
+    for job in paper_pipeline(seconds=design):
         seconds[RULE_OF_STAGE[job.stage]].append(job.duration)
     return {rule: sum(values) / len(values) for rule, values in seconds.items()}
 
@@ -315,6 +338,9 @@ def main(argv=None) -> int:
                         help="slots a job of RULE holds (its threads, for a local run); default 1")
     parser.add_argument("--target-hours", type=float, help="recommend the fewest slots that finish in this time")
     parser.add_argument("--slots-per-node", type=int, default=4, help="for the node count (A64FX: 4 CMGs)")
+    parser.add_argument("--design", choices=DESIGNS,
+                        help="map and markdup seconds at the paper's scale: Genomon's as the paper measured them "
+                        "(default for the paper's shape), or this pipeline's (default for a DAG without --benchmarks)")
     parser.add_argument("--timeline", metavar="DIR",
                         help="draw each simulated schedule as DIR/planned_<N>pipelines.png (the run timeline's chart)")
     args = parser.parse_args(argv)
@@ -323,12 +349,13 @@ def main(argv=None) -> int:
     except argparse.ArgumentTypeError as error:
         parser.error(str(error))
 
+    design = args.design or ("genomon-smk" if args.configfile or args.dag else "genomon")
     if args.configfile or args.dag:
         if args.configfile:
             dot = dag_of_config(args.configfile)
         else:
             dot = sys.stdin.read() if args.dag == "-" else Path(args.dag).read_text()
-        durations = benchmark_durations(args.benchmarks) if args.benchmarks else paper_rule_durations()
+        durations = benchmark_durations(args.benchmarks) if args.benchmarks else paper_rule_durations(DESIGNS[design])
         one = read_dot(dot, None, durations, threads)
         priority = config_priorities(args.configfile) if args.configfile else PRIORITIES
         per_pipeline = pairs_in(one)
@@ -342,8 +369,9 @@ def main(argv=None) -> int:
         priority, per_pipeline, source_text = STAGE_PRIORITY, 1, "the paper's pipeline shape"
 
         def cohort(count):
-            return paper_cohort(count, args.stagger)
-    durations_text = f"mean seconds per rule of {args.benchmarks}" if args.benchmarks else "the paper's durations"
+            return paper_cohort(count, args.stagger, DESIGNS[design])
+    durations_text = (f"mean seconds per rule of {args.benchmarks}" if args.benchmarks
+                      else f"the paper's durations, map and markdup as {design} has them")
     jobs_one, _ = cohort(1)
     print(f"{len(jobs_one)} jobs per pipeline ({per_pipeline} pair(s)) from {source_text}; {durations_text}")
     print(f"{'pipelines':>9} {'slots':>6} {'hours':>7} {'samples/h':>9} {'utilisation %':>13}")

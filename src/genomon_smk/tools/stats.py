@@ -11,7 +11,6 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import betaincinv
 
 SCORE_MAX = 60.0  # -log10 p is clamped here (p < 1e-60)
 
@@ -61,6 +60,9 @@ def beta_posterior(variant: int, reference: int) -> tuple[float, float, float]:
     That is the allele-frequency posterior under a uniform prior; a negative reference
     count is treated as 0.
     """
+    # scipy.special costs 0.4 s to import; only tumor-only calls need it, so import it here.
+    from scipy.special import betaincinv
+
     alpha, beta = variant + 1.0, max(reference, 0) + 1.0
     return (float(betaincinv(alpha, beta, 0.1)), alpha / (alpha + beta),
             float(betaincinv(alpha, beta, 0.9)))

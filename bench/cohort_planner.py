@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The cohort planner on the paper's Genomon shape, next to the paper's Table 7.
+"""The cohort planner on the paper's Genomon shape, next to the paper's Table 7, and the same shape
+with this pipeline's map and markdup (pieces sorted in the map jobs, merged in markdup).
 
     .venv/bin/python bench/cohort_planner.py [--slots 383] [--stagger 300] [--target-hours 3]
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from genomon_smk.plan.planner import paper_cohort, recommend_slots, simulate
+from genomon_smk.plan.planner import GENOMON_SMK_SECONDS, paper_cohort, recommend_slots, simulate
 
 PAPER = {1: (2.48, 0.40, 22.4), 2: (3.08, 0.65, 42.1), 3: (3.90, 0.77, 54.4), 4: (5.01, 0.80, 63.4)}
 
@@ -24,12 +25,16 @@ def main() -> None:
     parser.add_argument("--target-hours", type=float, help="also give the fewest slots that finish in this time")
     parser.add_argument("--slots-per-node", type=int, default=4)
     args = parser.parse_args()
-    print(f"{'pipelines':>9} | {'hours':>6} {'pairs/h':>7} {'util %':>6} | paper: {'hours':>5} {'pairs/h':>7} {'util %':>6}")
+    print(f"{'pipelines':>9} | {'hours':>6} {'pairs/h':>7} {'util %':>6} | paper: {'hours':>5} {'pairs/h':>7} "
+          f"{'util %':>6} | genomon-smk: {'hours':>5} {'pairs/h':>7} {'util %':>6}")
     for count, (hours, rate, utilisation) in PAPER.items():
         jobs, release = paper_cohort(count, args.stagger)
         result = simulate(jobs, args.slots, samples=count, release=release)
+        jobs, release = paper_cohort(count, args.stagger, GENOMON_SMK_SECONDS)
+        ours = simulate(jobs, args.slots, samples=count, release=release)
         print(f"{count:>9} | {result.makespan / 3600:>6.2f} {result.samples_per_hour:>7.2f} "
-              f"{100 * result.utilisation:>6.1f} | {hours:>12.2f} {rate:>7.2f} {utilisation:>6.1f}")
+              f"{100 * result.utilisation:>6.1f} | {hours:>12.2f} {rate:>7.2f} {utilisation:>6.1f} | "
+              f"{ours.makespan / 3600:>18.2f} {ours.samples_per_hour:>7.2f} {100 * ours.utilisation:>6.1f}")
     if args.target_hours:
         print(f"fewest slots to finish within {args.target_hours:g} h:")
         for count in PAPER:

@@ -11,6 +11,8 @@ import yaml
 
 from conftest import REPO, RUN_DIR, write_config
 from genomon_smk.plan.planner import (
+    GENOMON_SECONDS,
+    GENOMON_SMK_SECONDS,
     Job,
     benchmark_durations,
     draw_schedule,
@@ -45,6 +47,18 @@ def test_paper_single_pipeline_lands_near_the_measured_figures():
     # The paper (Fugaku, 96 nodes, 383 slots): 2.48 h and 22.4 % slot utilisation.
     assert result.makespan / 3600 == pytest.approx(2.48, rel=0.10)
     assert 100 * result.utilisation == pytest.approx(22.4, abs=3.0)
+
+
+def test_this_pipelines_design_at_the_papers_scale_scales_only_map_and_markdup():
+    genomon, ours = (paper_cohort(1, 300, seconds)[0] for seconds in (GENOMON_SECONDS, GENOMON_SMK_SECONDS))
+    assert [job.name for job in genomon] == [job.name for job in ours]
+    for before, now in zip(genomon, ours):
+        expected = {"map": GENOMON_SMK_SECONDS.map / GENOMON_SECONDS.map,
+                    "markdup": GENOMON_SMK_SECONDS.markdup / GENOMON_SECONDS.markdup}.get(before.stage, 1.0)
+        assert now.duration == pytest.approx(before.duration * expected), before.name
+    # The measured ratios (bench/markdup_paths.py) make the markdup stage, the critical one, shorter.
+    hours = [simulate(jobs, 383, samples=1, release={0: 0.0}).makespan for jobs in (genomon, ours)]
+    assert hours[1] < hours[0]
 
 
 def test_more_pipelines_at_once_raise_throughput_and_utilisation_as_in_the_paper():

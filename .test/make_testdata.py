@@ -243,14 +243,13 @@ def simple_repeat_row(contig: str, repeat, seq: str) -> list[str]:
 
 
 def write_bare_inputs(bare: Path, fasta: Path, contigs: dict[str, str]) -> int:
-    """bare/genome.fa.gz (gzip, not bgzip) and bare/simpleRepeat.txt.gz, its rows in bin order
-    (a table dump need not be in position order); returns the number of repeats."""
+    """bare/genome.fa.gz (gzip, not bgzip) and bare/simpleRepeat.txt.gz; returns the number of
+    repeats."""
     bare.mkdir()
     # mtime=0: the same bytes on every run (gzip stores a time in its header).
     with open(fasta, "rb") as source, gzip.GzipFile(bare / "genome.fa.gz", "wb", mtime=0) as target:
         shutil.copyfileobj(source, target)
     rows = [simple_repeat_row(name, repeat, seq) for name, seq in contigs.items() for repeat in tandem_repeats(seq)]
-    rows.sort(key=lambda row: (row[1], int(row[0]), int(row[2])))
     with gzip.GzipFile(bare / "simpleRepeat.txt.gz", "wb", mtime=0) as table:
         table.write("".join("\t".join(row) + "\n" for row in rows).encode())
     return len(rows)

@@ -40,7 +40,9 @@ rule identify_mutations:
             f"-q {config['eb_filter']['map_quality']} -Q {config['eb_filter']['base_quality']}"
             f" --ff {config['eb_filter']['filter_flags']}"
         ),
-        simple_repeat_db=SIMPLE_REPEAT.db if SIMPLE_REPEAT else "",
+        simple_repeat_db=lambda wildcards, input: (
+            input.simple_repeat[0] if input.simple_repeat else ""
+        ),
         tools=[f"{name}={command}" for name, command in TOOLS.items()],
         work_dir_setup=work_dir_setup("identify_mutations"),
         cache=TIER_PATHS["cache"],

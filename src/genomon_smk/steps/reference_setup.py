@@ -37,8 +37,8 @@ def concatenate_fasta(sources: list[str], out: str) -> None:
 
 
 def ucsc_rows(source: str) -> list[list[str]]:
-    """The table's rows without the bin column, sorted by contig (in order of first appearance:
-    the sort only has to be one tabix accepts) and position."""
+    """The table's rows without the bin column, sorted by contig name and position (as
+    `cut -f2- | sort -k1,1 -k2,2n -k3,3n` would, for tabix)."""
     rows = []
     with open_maybe_gzipped(source) as handle:
         for number, line in enumerate(handle, start=1):
@@ -49,8 +49,7 @@ def ucsc_rows(source: str) -> list[list[str]]:
                 raise ValueError(f"{source}:{number}: {len(fields)} fields, a UCSC simpleRepeat row has "
                                  f"{UCSC_SIMPLE_REPEAT_FIELDS}")
             rows.append(fields[1:])
-    order = {name: index for index, name in enumerate(dict.fromkeys(row[0] for row in rows))}
-    rows.sort(key=lambda row: (order[row[0]], int(row[1]), int(row[2])))
+    rows.sort(key=lambda row: (row[0], int(row[1]), int(row[2])))
     return rows
 
 

@@ -11,9 +11,9 @@ stays cheap): another run, cohort or output directory finds the same directory a
 is there, and a changed input names a new directory, which is built afresh.
 
 The DAG needs the contigs at parse time (regions, chunks). They come from the .fai when it exists
-(in place, or once built); until then the sources are streamed without writing anything, at about
-the speed of `zcat` (a few seconds per GB of sequence): a human genome costs each planning of a
-run some 20-40 s until its first set-up job has built the .fai.
+(in place, or once built); until then the sources are streamed without writing anything (85 Mb/s
+gzipped, 350 Mb/s plain, measured on GRCh37 chr20): a human genome costs each planning of a run,
+dry runs included, about 35-40 s gzipped or 10 s plain until its set-up job has built the .fai.
 """
 
 from __future__ import annotations

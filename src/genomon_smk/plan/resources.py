@@ -40,15 +40,14 @@ UCSC_SIMPLE_REPEAT_FIELDS = 17
 def input_key(paths: list[str]) -> str:
     """12 hex digits naming the build of these inputs: their paths, sizes and modification times
     (a missing input is refused later, by the checks that name it)."""
-    stats = [(os.path.realpath(p), *((s.st_size, s.st_mtime_ns) if (s := stat_or_none(p)) else ())) for p in paths]
+    stats = []
+    for path in paths:
+        try:
+            found = os.stat(path)
+            stats.append([os.path.realpath(path), found.st_size, found.st_mtime_ns])
+        except OSError:
+            stats.append([os.path.realpath(path)])
     return hashlib.sha256(json.dumps([BUILD_VERSION, stats]).encode()).hexdigest()[:12]
-
-
-def stat_or_none(path: str) -> os.stat_result | None:
-    try:
-        return os.stat(path)
-    except OSError:
-        return None
 
 
 def stem(path: str) -> str:

@@ -11,7 +11,7 @@ import pysam
 import pytest
 
 from conftest import RUN_DIR, run_snakemake, scenario_variant, write_config
-from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, bwa_contigs
+from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, bwa_contigs, reference_files
 from genomon_smk.plan.regions import read_fai
 from genomon_smk.plan.resources import (
     fasta_contigs,
@@ -231,3 +231,29 @@ def test_the_simple_repeat_columns_are_filled_from_the_ucsc_table(pipeline_run, 
         filled += expected[0] != "---"
     # A planted somatic SNV lies in a 24 bp-unit tandem repeat of chr2.
     assert filled >= 1
+
+
+@pytest.mark.workflow
+def test_llio_transfer_at_the_start_leaves_a_reference_still_to_build_to_its_readers(testdata, tmp_path):
+    """Inside a PJM job with llio_transfer staging, the whole-run transfer at the start needs the
+    reference's files: while the set-up jobs have still to build them it is skipped (their
+    readers transfer them), and the next run transfers what was built, once, at its start."""
+    calls = tmp_path / "llio.log"
+    fake = tmp_path / "llio_transfer"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    fake.chmod(0o755)
+    config = write_config(tmp_path, testdata, reference=str(testdata / "bare" / "genome.fa.gz"),
+                          resources_dir=str(tmp_path / "resources"), storage={"reference_staging": "llio_transfer"})
+    env = dict(os.environ, PJM_JOBID="4242", LLIO_TRANSFER=str(fake))
+    staged = tmp_path / "results" / "reference" / "staged.json"
+    first = run_snakemake(config, str(staged), env=env)
+    assert "the reference is built by this run's set-up jobs" in first.stderr
+    [fasta] = (tmp_path / "resources" / "reference").glob("genome-*/genome.fa")
+    files = " ".join(reference_files(str(fasta)))
+    # stage_reference transferred the files it found built; the end of the run purged them.
+    assert calls.read_text().splitlines() == [files, f"--purge {files}"]
+    staged.unlink()
+    second = run_snakemake(config, str(staged), env=env)
+    # The start transferred them for the whole job, and stage_reference did not again.
+    assert "built by this run's set-up jobs" not in second.stderr
+    assert calls.read_text().splitlines()[2:] == [files, f"--purge {files}"]

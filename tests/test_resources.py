@@ -185,7 +185,7 @@ def test_resources_default_to_the_working_directory(testdata, tmp_path):
     config = write_config(work, testdata, simple_repeat_db=str(testdata / "bare" / "simpleRepeat.txt.gz"))
     run_snakemake(config, "--directory", str(work), "setup")
     [db] = (work / "resources" / "simple_repeat").glob("simpleRepeat-*/simpleRepeat.bed.gz")
-    assert Path(f"{db}.tbi").exists() and not (RUN_DIR / "resources").exists()
+    assert Path(f"{db}.tbi").exists() and not (RUN_DIR / "resources" / "simple_repeat" / db.parent.name).exists()
 
 
 # --- the bundled scenario: a bare gzipped FASTA and a UCSC table, run end to end

@@ -7,6 +7,8 @@ Usage:
 Builds, from real human sequence (GRCh37 chr20 shipped by Debian ``vt-examples``):
 
 * ``ref/genome.fa`` (+ .fai, .dict, bwa index): N-free chr20 windows renamed chr1..chr3;
+* ``bare/genome.fa.gz`` (the same FASTA gzipped, no index) and ``bare/simpleRepeat.txt.gz`` (UCSC's
+  simpleRepeat table format, the windows' tandem repeats scored as TRF does): what a new user brings;
 * ``fastq/<sample>_L<n>_R{1,2}.fastq.gz`` for tumor (2 lanes), normal, pon1..pon3;
 * ``truth/{germline,somatic,artifacts}.vcf.gz`` (left-aligned, sorted, bgzipped, tabixed);
 * ``samples.tsv``, ``pairs.tsv``, ``panels.tsv`` and ``truth/meta.json``;
@@ -159,6 +161,98 @@ def build_reference(workdir: Path, refdir: Path, sizes, seed: int):
                    source_start=s + 1, source_end=e)
               for name, (s, e) in zip(CONTIG_NAMES, windows)]
     return contigs, origin
+
+
+# --------------------------------------------------------------------------- a new user's inputs
+# What a user downloads, for the workflow's set-up rules (workflow/rules/reference.smk) to prepare:
+# the reference as one gzipped FASTA without any index, and UCSC's simpleRepeat table.
+
+# Tandem repeats found as TRF (which UCSC ran) scores them, without its indels: each sequence is
+# aligned with itself shifted by the period, match +2, mismatch -7, kept from a score of 50.
+REPEAT_MAX_PERIOD = 30
+REPEAT_MATCH, REPEAT_MISMATCH, REPEAT_MIN_SCORE = 2, -7, 50
+
+
+def ucsc_bin(start: int, end: int) -> int:
+    """UCSC's standard bin of [start, end) (binFromRange: 128 kb bins, eight per level)."""
+    start_bin, end_bin = start >> 17, (end - 1) >> 17
+    for offset in (512 + 64 + 8 + 1, 64 + 8 + 1, 8 + 1, 1, 0):
+        if start_bin == end_bin:
+            return offset + start_bin
+        start_bin, end_bin = start_bin >> 3, end_bin >> 3
+    raise ValueError(f"[{start}, {end}) is too long for a standard bin")
+
+
+def repeat_zones(same: np.ndarray, window: int = 16, margin: int = 100):
+    """Stretches worth scanning: around every window of `window` shifts with at least 3/4 matches
+    (a stretch scoring 50 matches 7 times in 9), widened by `margin`; merged."""
+    counts = np.convolve(same, np.ones(window, dtype=np.int32), mode="valid")
+    dense = np.flatnonzero(counts >= window * 3 // 4)
+    zones: list[list[int]] = []
+    for position in dense.tolist():
+        start, end = max(0, position - margin), min(len(same), position + window + margin)
+        if zones and start <= zones[-1][1]:
+            zones[-1][1] = end
+        else:
+            zones.append([start, end])
+    return zones
+
+
+def repeat_segments(seq: str, period: int):
+    """(start, end, score, matches) of the maximal-scoring stretches where the sequence matches
+    itself `period` bases on (Kadane's scan), scoring at least REPEAT_MIN_SCORE."""
+    codes = np.frombuffer(seq.encode(), dtype=np.uint8)
+    same = (codes[:-period] == codes[period:]).astype(np.int32)
+    found = []
+    for zone_start, zone_end in repeat_zones(same):
+        score, start, best, best_end, matches, best_matches = 0, zone_start, 0, 0, 0, 0
+        for i, hit in enumerate(same[zone_start:zone_end].tolist(), start=zone_start):
+            if score == 0:
+                start, matches = i, 0
+            score = max(0, score + (REPEAT_MATCH if hit else REPEAT_MISMATCH))
+            matches += hit
+            if score > best:
+                best, best_end, best_matches = score, i + 1, matches
+            if score == 0 or i == zone_end - 1:  # a stretch ends, or the zone does
+                if best >= REPEAT_MIN_SCORE:
+                    found.append((start, best_end + period, best, best_matches))
+                best = 0
+    return found
+
+
+def tandem_repeats(seq: str):
+    """(start, end, period, score, matches) of the tandem repeats of 1-30 bp units; a repeat
+    inside one of a unit that divides its own (AT inside ATATAT...) is the same repeat."""
+    found = [(start, end, period, score, matches) for period in range(1, REPEAT_MAX_PERIOD + 1)
+             for start, end, score, matches in repeat_segments(seq, period)]
+    return sorted(r for r in found if not any(
+        other[2] < r[2] and r[2] % other[2] == 0 and other[0] <= r[0] and r[1] <= other[1] for other in found))
+
+
+def simple_repeat_row(contig: str, repeat, seq: str) -> list[str]:
+    """A row of UCSC's simpleRepeat table: bin, chrom, chromStart, chromEnd, name, period, copyNum,
+    consensusSize, perMatch, perIndel, score, A, C, G, T (percent), entropy, sequence (the unit)."""
+    start, end, period, score, matches = repeat
+    span = seq[start:end]
+    shares = [span.count(base) / len(span) for base in BASES]
+    entropy = -sum(p * np.log2(p) for p in shares if p > 0)
+    return [str(ucsc_bin(start, end)), contig, str(start), str(end), "trf", str(period),
+            f"{(end - start) / period:.1f}", str(period), str(round(100 * matches / (end - start - period))),
+            "0", str(score), *(str(round(100 * p)) for p in shares), f"{entropy:.2f}",
+            seq[start:start + period]]
+
+
+def write_bare_inputs(bare: Path, fasta: Path, contigs: dict[str, str]) -> int:
+    """bare/genome.fa.gz (gzip, not bgzip) and bare/simpleRepeat.txt.gz; returns the number of
+    repeats."""
+    bare.mkdir()
+    # mtime=0: the same bytes on every run (gzip stores a time in its header).
+    with open(fasta, "rb") as source, gzip.GzipFile(bare / "genome.fa.gz", "wb", mtime=0) as target:
+        shutil.copyfileobj(source, target)
+    rows = [simple_repeat_row(name, repeat, seq) for name, seq in contigs.items() for repeat in tandem_repeats(seq)]
+    with gzip.GzipFile(bare / "simpleRepeat.txt.gz", "wb", mtime=0) as table:
+        table.write("".join("\t".join(row) + "\n" for row in rows).encode())
+    return len(rows)
 
 
 # --------------------------------------------------------------------------- variants
@@ -570,7 +664,7 @@ def signature(args) -> dict:
                 artifact_normal_fraction=args.artifact_normal_fraction, dup_rate=args.dup_rate)
 
 
-OUTPUTS = ("ref", "fastq", "truth", ".work", "samples.tsv", "pairs.tsv", "panels.tsv")
+OUTPUTS = ("ref", "bare", "fastq", "truth", ".work", "samples.tsv", "pairs.tsv", "panels.tsv")
 
 
 def clear_outputs(outdir: Path) -> None:
@@ -587,7 +681,8 @@ def clear_outputs(outdir: Path) -> None:
 def outputs_present(outdir: Path) -> bool:
     """Whether the files a complete run leaves behind are all still there."""
     needed = [outdir / "ref" / "genome.fa.bwt", outdir / "ref" / "genome.dict",
-              outdir / "truth" / "meta.json", outdir / "pairs.tsv", outdir / "samples_trimmed.tsv"]
+              outdir / "truth" / "meta.json", outdir / "pairs.tsv", outdir / "samples_trimmed.tsv",
+              outdir / "bare" / "genome.fa.gz", outdir / "bare" / "simpleRepeat.txt.gz"]
     needed += [outdir / "truth" / f"{n}.vcf.gz.tbi" for n in ("germline", "somatic", "artifacts")]
     try:
         rows = (outdir / "samples.tsv").read_text().splitlines()[1:]
@@ -607,6 +702,8 @@ def generate(args) -> None:
     fasta = outdir / "ref" / "genome.fa"
     total_len = sum(len(s) for s in contigs.values())
     log(t0, f"reference: {len(contigs)} contigs, {total_len} bp, indexed")
+    repeats = write_bare_inputs(outdir / "bare", fasta, contigs)
+    log(t0, f"bare/: the reference gzipped, UCSC simpleRepeat table of {repeats} repeats")
 
     germline, pool_af, genotypes = make_germline(contigs, rng_for(seed, STREAM_GERMLINE))
     somatic, clonal, artifacts = make_somatic_and_artifacts(

@@ -14,12 +14,14 @@ seconds, CPU seconds (user + system: steadier than wall time on a shared machine
 the dry run and the load average during it. Configurations whose predicted DAG exceeds
 --max-jobs are not run; their predicted job count is printed instead.
 
-Inputs are empty placeholder files: a dry run never reads them.
+Inputs are placeholders (a FASTQ record per file, a sparse GRCh37-shaped FASTA): a dry run reads
+only what the checks before any job read.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import subprocess
 import sys
@@ -32,7 +34,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
-from genomon_smk.plan.reference import reference_files  # noqa: E402
+from genomon_smk.plan.reference import reference_files, sequence_bytes  # noqa: E402
 from genomon_smk.plan.regions import derive_regions  # noqa: E402
 from genomon_smk.plan.stage_plan import CohortShape, total_jobs  # noqa: E402
 
@@ -101,23 +103,46 @@ def granularities() -> dict[str, Granularity]:
     }
 
 
+ONE_READ = gzip.compress(b"@read/1\nACGT\n+\nIIII\n", mtime=0)
+
+
+def write_placeholder_reference(fasta: Path) -> None:
+    """A GRCh37-shaped FASTA, .fai and bwa .ann that pass the workflow's reference checks (headers
+    where the .fai places them, the .ann's contigs), the sequences left as holes of a sparse file
+    (no disk used, never read by a dry run): the indexed reference a cohort's run would name."""
+    fai_lines, ann_lines, offset = [], [], 0
+    with open(fasta, "wb") as handle:
+        for name, length in GRCH37:
+            header = f">{name}\n".encode()
+            handle.seek(offset)
+            handle.write(header)
+            offset += len(header)
+            fai_lines.append(f"{name}\t{length}\t{offset}\t60\t61\n")
+            ann_lines.append(f"0 {name} (null)\n{offset} {length} 0\n")
+            offset += sequence_bytes(length, 60, 61)
+            handle.seek(offset - 1)
+            handle.write(b"\n")  # the sequence's last line end: the next header starts a line
+    Path(f"{fasta}.fai").write_text("".join(fai_lines))
+    total = sum(length for _, length in GRCH37)
+    Path(f"{fasta}.ann").write_text(f"{total} {len(GRCH37)} 11\n" + "".join(ann_lines))
+
+
 def write_inputs(directory: Path, pairs: int, granularity: Granularity) -> Path:
-    """A GRCh37-shaped .fai (placeholder FASTA and bwa index), one lane per sample, `pairs`
+    """A GRCh37-shaped placeholder reference (FASTA, .fai, bwa index), one lane per sample, `pairs`
     tumor/normal pairs and a config; returns the config's path."""
     reference = directory / "ref" / "GRCh37.fa"
     reference.parent.mkdir(parents=True)
     for path in reference_files(str(reference)):
         Path(path).touch()
-    (directory / "ref" / "GRCh37.fa.fai").write_text(
-        "".join(f"{name}\t{length}\t0\t60\t61\n" for name, length in GRCH37)
-    )
+    write_placeholder_reference(reference)
     (directory / "fastq").mkdir()
     rows, pair_rows = [], []
     for index in range(pairs):
         for role in ("tumor", "normal"):
             sample = f"{role}{index:03d}"
             for mate in (1, 2):
-                (directory / "fastq" / f"{sample}_R{mate}.fastq.gz").touch()
+                # One record: a lane without reads is refused before any job.
+                (directory / "fastq" / f"{sample}_R{mate}.fastq.gz").write_bytes(ONE_READ)
             rows.append(f"{sample}\tfastq/{sample}_R1.fastq.gz\tfastq/{sample}_R2.fastq.gz\n")
         pair_rows.append(f"tumor{index:03d}\tnormal{index:03d}\t\n")
     (directory / "samples.tsv").write_text("sample\tfq1\tfq2\n" + "".join(rows))

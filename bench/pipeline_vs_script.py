@@ -81,6 +81,8 @@ def pipeline_config(data: Path, run_dir: Path) -> Path:
     config = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
     defaults = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     (run_dir / "pairs.tsv").write_text("tumor\tnormal\tpanel\ntumor\tnormal\tpanel1\n")
+    for key in ("simple_repeat_db", "resources_dir"):  # the indexed reference, as the script's
+        config.pop(key, None)
     config.update(reference=str(data / "ref" / "genome.fa"), samples=str(data / "samples.tsv"),
                   pairs=str(run_dir / "pairs.tsv"), output_dir=str(run_dir / "results"),
                   control_panels={"panel1": list(PANEL)}, split=defaults["split"], regions=defaults["regions"])

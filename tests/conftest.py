@@ -90,9 +90,12 @@ def testdata(tmp_path_factory):
 
 
 def write_config(directory, testdata, **overrides):
-    """A config for the test data (based on .test/config/config.yaml), with overrides (None removes
-    a key), in directory."""
+    """A config for the test data (based on .test/config/config.yaml, but with the indexed
+    reference and no simple-repeat database: nothing to set up), with overrides (None removes a
+    key), in directory."""
     config = yaml.safe_load((REPO / ".test" / "config" / "config.yaml").read_text())
+    for key in ("simple_repeat_db", "resources_dir"):
+        config.pop(key, None)
     config.update(
         reference=str(testdata / "ref" / "genome.fa"),
         samples=str(testdata / "samples.tsv"),
@@ -211,7 +214,7 @@ def scenario_variant(root, name, directory, **overrides):
     """The scenario `name`'s config with its output_dir in `directory` and overrides (as
     write_config's), written to directory/config.yaml: the same cohort on another profile."""
     config = yaml.safe_load((root / name / "config.yaml").read_text())
-    for key in ("reference", "samples", "pairs", "genomon_sample_sheet"):
+    for key in ("reference", "samples", "pairs", "genomon_sample_sheet", "simple_repeat_db", "resources_dir"):
         if key in config:
             config[key] = str((root / name / config[key]).resolve())
     config["output_dir"] = str(directory / "results")

@@ -6,17 +6,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from conftest import RUN_DIR, write_config
+from genomon_smk.plan.rules import SETUP_TARGET, TARGET_RULE
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 RULE_FILES = sorted((REPO / "workflow").rglob("*.smk")) + [REPO / "workflow" / "Snakefile"]
 
 
-def test_snakemake_lint_is_clean(tmp_path, testdata):
-    config = write_config(tmp_path, testdata)
+@pytest.mark.parametrize("inputs", ["indexed", "bare"])
+def test_snakemake_lint_is_clean(tmp_path, testdata, inputs):
+    """Linted with the indexed reference, and with bare inputs (the set-up rules exist only when
+    they have something to build)."""
+    bare = dict(reference=str(testdata / "bare" / "genome.fa.gz"), resources_dir=str(tmp_path / "resources"),
+                simple_repeat_db=str(testdata / "bare" / "simpleRepeat.txt.gz"))
+    config = write_config(tmp_path, testdata, **(bare if inputs == "bare" else {}))
     result = subprocess.run(
         [str(BIN / "snakemake"), "--lint", "--configfile", str(config)],
         cwd=RUN_DIR, capture_output=True, text=True,
@@ -32,17 +39,20 @@ def test_snakefmt_check_is_clean():
 
 
 def rule_blocks():
+    """(file, rule, body with the rule's indentation removed), rules inside `if` blocks included."""
     for path in RULE_FILES:
         text = path.read_text()
-        for match in re.finditer(r"^rule (\w+):\n((?:    .*\n|\n)+)", text, flags=re.M):
-            yield path.name, match.group(1), match.group(2)
+        for match in re.finditer(r"^( *)rule (\w+):\n((?:\1    .*\n|\n)+)", text, flags=re.M):
+            indent = match.group(1)
+            body = "".join(line.removeprefix(indent) for line in match.group(3).splitlines(True))
+            yield path.name, match.group(2), body
 
 
-def test_every_rule_but_the_target_has_log_benchmark_and_conda_env():
+def test_every_rule_but_the_targets_has_log_benchmark_and_conda_env():
     rules = list(rule_blocks())
-    assert len(rules) >= 8
+    assert len(rules) >= 8 and {"reference_bwa_index", "simple_repeat_db"} <= {name for _, name, _ in rules}
     for filename, name, body in rules:
-        if name == "all":
+        if name in (TARGET_RULE, SETUP_TARGET):
             continue
         for directive in ("log:", "benchmark:", "conda:"):
             assert f"\n    {directive}" in "\n" + body, f"{filename}: rule {name} has no {directive}"

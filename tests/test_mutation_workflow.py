@@ -117,7 +117,9 @@ def test_upstream_mutation_tools_are_taken_from_path(pipeline_run, testdata, tmp
     reuse_bams(pipeline_run, run_dir)
     calls_log = tmp_path / "calls.log"
     fake_upstream_tools(tmp_path / "bin", calls_log)
-    config = write_config(run_dir, testdata, mutation_tools="upstream")
+    # The session run's simple-repeat database, which it built: reused, not built again.
+    config = write_config(run_dir, testdata, mutation_tools="upstream", resources_dir=str(pipeline_run.parent / "resources"),
+                          simple_repeat_db=str(testdata / "bare" / "simpleRepeat.txt.gz"))
     target = str(result_path(run_dir / "results", ".filt.txt"))
     refused = run_snakemake(config, target, "-n", check=False)
     assert refused.returncode != 0
@@ -125,7 +127,8 @@ def test_upstream_mutation_tools_are_taken_from_path(pipeline_run, testdata, tmp
     env = dict(os.environ, PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     run_snakemake(config, target, env=env)
     called = calls_log.read_text().split("\n")
-    for call in ("fisher comparison", "mutfilter realignment", "mutfilter indel", "mutfilter breakpoint", "mutil filter"):
+    for call in ("fisher comparison", "mutfilter realignment", "mutfilter indel", "mutfilter breakpoint",
+                 "mutfilter simplerepeat", "mutil filter"):
         assert call in called
     assert any(line.startswith("EBFilter ") for line in called)
     ours = [line for line in result_path(pipeline_run, ".txt").read_text().splitlines() if not line.startswith("#")]

@@ -113,6 +113,14 @@ def test_replicated_pipelines_are_independent_and_staggered():
     assert simulate(cohort, 10, samples=3, release=release).makespan == 30.0
 
 
+def test_the_reference_set_up_is_planned_once_for_a_cohort():
+    jobs = [Job("map_reads#1", "map", 10.0, after=[1]), Job("reference_bwa_index#2", "reference set-up", 60.0)]
+    cohort, _ = replicate(jobs, 3, stagger=0.0)
+    assert [job.name for job in cohort] == ["map_reads#1", "reference_bwa_index#2", "map_reads#1", "map_reads#1"]
+    assert [job.after for job in cohort] == [[1], [], [1], [1]]
+    assert simulate(cohort, 10, samples=3).makespan == 70.0
+
+
 @pytest.mark.workflow
 def test_planner_takes_the_real_dag_and_the_runs_benchmarks(pipeline_run, tmp_path, capsys):
     config = pipeline_run.parent / "config" / "config.yaml"

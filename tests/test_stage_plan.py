@@ -2,6 +2,7 @@
 Snakemake's own DAG (the "Job stats" of a dry run)."""
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -63,6 +64,15 @@ def test_stages_partition_the_rules_and_sum_to_the_total():
     assert per_stage["map"] == 1 + 1 + 6 * 5 + 6
 
 
+def test_set_up_jobs_only_for_what_is_still_to_build():
+    shape = CohortShape(samples=2, pairs=1, chunks=4, regions=5, mutation_regions=4)
+    assert not {"reference_fasta", "reference_bwa_index", "simple_repeat_db"} & set(rule_jobs(shape))
+    building = rule_jobs(replace(shape, to_build=frozenset({"bwa index to build", "repeat table to build"})))
+    assert building["reference_bwa_index"] == building["simple_repeat_db"] == 1 and "reference_fasta" not in building
+    assert stage_jobs(building)["reference set-up"] == 2
+    assert rule_tiers("reference_bwa_index", TIERS) == "global (resources_dir)"
+
+
 def test_tiers_follow_the_config():
     assert rule_tiers("map_reads", TIERS) == "shared_tmp, temp node_local"
     moved = dict(TIERS, map={"output": "global", "temp": "shared_tmp"})
@@ -71,7 +81,9 @@ def test_tiers_follow_the_config():
 
 
 def test_table_names_every_stage_rule_and_priority():
-    table = stage_table(CohortShape(4, 2, 3, 6, 5, staggered=2, imported=1, converted=1), TIERS, {"map_reads": 0, "markdup": 10})
+    everything = frozenset(unit for _, rules in STAGES for _, unit in rules)
+    table = stage_table(CohortShape(4, 2, 3, 6, 5, staggered=2, imported=1, converted=1, to_build=everything), TIERS,
+                        {"map_reads": 0, "markdup": 10})
     for stage, rules in STAGES:
         assert re.search(rf"^  {re.escape(stage)} +\d+$", table, flags=re.M), stage
         for rule, unit in rules:
@@ -80,6 +92,7 @@ def test_table_names_every_stage_rule_and_priority():
     # A rule without jobs (no staggered start) is not listed.
     without = stage_table(CohortShape(4, 2, 3, 6, 5), TIERS, {})
     assert "stagger_start" not in without and "import_bam" not in without and "bam_to_fastq" not in without
+    assert "reference_bwa_index" not in without  # nothing to set up
 
 
 def printed_plan(output: str) -> tuple[dict[str, int], dict[str, int]]:

@@ -42,3 +42,16 @@ def test_moving_a_rule_to_another_tier_moves_its_bytes():
 def test_over_capacity_names_the_tier_and_sizes():
     problems = over_capacity({"shared_tmp": 3 << 30, "node_local": 1}, {"shared_tmp": 1 << 30, "node_local": None})
     assert len(problems) == 1 and "shared_tmp" in problems[0] and human(3 << 30) in problems[0]
+
+
+def test_what_the_set_up_still_builds_counts_on_global_and_its_estimate_fits_a_real_build(testdata):
+    from genomon_smk.plan.reference import reference_files
+    from genomon_smk.plan.regions import read_fai
+    from genomon_smk.plan.resources import estimated_build_bytes
+    from genomon_smk.plan.storage_plan import file_bytes, setup_uses
+
+    estimate = estimated_build_bytes(read_fai(str(testdata / "ref" / "genome.fa.fai")))
+    built = file_bytes(reference_files(str(testdata / "ref" / "genome.fa")))
+    assert sum(estimate.values()) == pytest.approx(built, rel=0.1)
+    uses = setup_uses({"reference_bwa_index": 5 << 30})
+    assert peaks(uses, 0)["global"] == 5 << 30 and peaks([], 0)["global"] == 0

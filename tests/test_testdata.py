@@ -107,6 +107,8 @@ def test_same_seed_gives_identical_fastq_and_vcf(data, rerun_same_seed):
             vcf_records(rerun_same_seed / "truth" / f"{name}.vcf.gz")
     assert (data / "ref" / "genome.fa").read_bytes() == \
         (rerun_same_seed / "ref" / "genome.fa").read_bytes()
+    for name in ("genome.fa.gz", "simpleRepeat.txt.gz"):
+        assert (data / "bare" / name).read_bytes() == (rerun_same_seed / "bare" / name).read_bytes(), name
 
 
 def test_other_seed_differs_and_interrupted_run_is_replaced(data, other_seed_over_interrupted):
@@ -129,6 +131,27 @@ def test_rerun_is_up_to_date_and_leaves_files_alone(data):
 
 
 # --------------------------------------------------------------------------- layout
+
+def test_bare_inputs_are_the_reference_gzipped_and_its_tandem_repeats_in_ucsc_format(data):
+    """bare/: what a new user brings (the set-up rules build the rest; tests/test_resources.py)."""
+    plain = (data / "ref" / "genome.fa").read_bytes()
+    assert (data / "bare" / "genome.fa.gz").read_bytes()[:2] == b"\x1f\x8b"
+    assert gzip.decompress((data / "bare" / "genome.fa.gz").read_bytes()) == plain
+    assert not list((data / "bare").glob("*.fai"))
+    with pysam.FastaFile(str(data / "ref" / "genome.fa")) as fasta:
+        sequences = {name: fasta.fetch(name) for name in fasta.references}
+    rows = [line.split("\t") for line in gzip.decompress((data / "bare" / "simpleRepeat.txt.gz").read_bytes())
+            .decode().splitlines()]
+    assert len(rows) >= 10
+    for row in rows:
+        bin_, chrom, start, end, period = int(row[0]), row[1], int(row[2]), int(row[3]), int(row[5])
+        assert len(row) == 17 and bin_ == 585  # UCSC's bin of any span within the first 128 kb
+        span = sequences[chrom][start:end]
+        matches = sum(a == b for a, b in zip(span, span[period:]))
+        # TRF's scoring (match 2, mismatch 7) of the span against itself one unit on.
+        assert 2 * matches - 7 * (len(span) - period - matches) == int(row[10]) >= 50, row
+        assert row[16] == span[:period]
+
 
 def test_sample_sheets(data, meta):
     rows = [line.split("\t") for line in (data / "samples.tsv").read_text().splitlines()]

@@ -67,6 +67,8 @@ CONFIG_SCHEMA = load_schema(str(REPO / "workflow" / "schemas"), "config")
     # The final results stay in output_dir: the key is accepted, another tier is not.
     ({"storage": {"rules": {"merge_bam": {"output": "shared_tmp"}}}},
      "key 'storage.rules.merge_bam.output': 'global' was expected"),
+    ({"reference": []}, "key 'reference': [] should be non-empty"),
+    ({"reference": ["genome.fa", 3]}, "key 'reference.1': 3 is not of type 'string'"),
 ])
 def test_config_values_are_checked_against_the_schema(tmp_path, testdata, overrides, expected):
     path = write_config(tmp_path, testdata, **overrides)
@@ -89,6 +91,15 @@ def test_a_fai_of_another_fasta_is_refused_before_any_job(tmp_path, testdata, no
 
 def test_missing_reference(tmp_path, testdata, no_slurm_probe):
     refused(tmp_path, testdata, no_slurm_probe, "reference: file not found", reference=str(tmp_path / "nope.fa"))
+    decoy = str(tmp_path / "decoy.fa")
+    refused(tmp_path, testdata, no_slurm_probe, f"reference: file not found: {decoy}",
+            reference=[str(testdata / "bare" / "genome.fa.gz"), decoy])
+
+
+def test_a_simple_repeat_table_of_another_format_is_refused(tmp_path, testdata, no_slurm_probe):
+    table = tmp_path / "repeats.bed"
+    table.write_text("chr1\t100\t130\ttrf\n")
+    refused(tmp_path, testdata, no_slurm_probe, "is neither a tabix-indexed database", simple_repeat_db=str(table))
 
 
 def reference_copy(tmp_path, testdata, *suffixes):
@@ -100,15 +111,17 @@ def reference_copy(tmp_path, testdata, *suffixes):
     return fasta
 
 
-def test_reference_without_fai_offers_the_command(tmp_path, testdata, no_slurm_probe):
-    fasta = reference_copy(tmp_path, testdata, ".amb", ".ann", ".bwt", ".pac", ".sa")
-    refused(tmp_path, testdata, no_slurm_probe, f"no FASTA index {fasta}.fai; build it with: samtools faidx {fasta}",
-            reference=str(fasta))
-
-
-def test_reference_without_bwa_index_offers_the_command(tmp_path, testdata, no_slurm_probe):
-    fasta = reference_copy(tmp_path, testdata, ".fai")
-    refused(tmp_path, testdata, no_slurm_probe, f"build it with: bwa index {fasta}", reference=str(fasta))
+@pytest.mark.parametrize("beside", [(".amb", ".ann", ".bwt", ".pac", ".sa"), (".fai",)], ids=["no .fai", "no bwa index"])
+def test_a_reference_without_all_its_indexes_is_built_in_resources(tmp_path, testdata, beside):
+    """Not refused (as before the set-up rules) but planned: an indexed copy in resources_dir;
+    nothing is written beside the user's FASTA."""
+    fasta = reference_copy(tmp_path, testdata, *beside)
+    config = write_config(tmp_path, testdata, reference=str(fasta), resources_dir=str(tmp_path / "resources"))
+    result = run_snakemake(config, "-n", "--quiet", "rules")
+    output = result.stdout + result.stderr
+    for rule in ("reference_fasta", "reference_fai", "reference_bwa_index"):
+        assert re.search(rf"^{rule} +1$", output, flags=re.M), rule
+    assert sorted(p.name for p in fasta.parent.iterdir()) == sorted(["ref.fa", *(f"ref.fa{s}" for s in beside)])
 
 
 def test_regions_that_do_not_cover_the_reference(tmp_path, testdata, no_slurm_probe):

@@ -12,8 +12,15 @@ from snakemake.utils import min_version, validate
 
 from genomon_smk.plan.config_check import config_problems
 from genomon_smk.plan.path_limits import path_problems
-from genomon_smk.plan.reference import reference_problems
-from genomon_smk.plan.regions import make_regions, mutation_regions
+from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
+from genomon_smk.plan.regions import mutation_regions, regions_of
+from genomon_smk.plan.resources import (
+    plan_reference,
+    plan_simple_repeat,
+    reference_contigs,
+    setup_outputs,
+    simple_repeat_problems,
+)
 from genomon_smk.plan.rules import FACTS, PRIORITIES
 from genomon_smk.plan.samplesheet import InputError, load_cohort, load_schema
 from genomon_smk.steps.fastq_split import chunk_name
@@ -53,38 +60,75 @@ def config_path(value):
     return str((CONFIG_DIR / os.path.expanduser(os.path.expandvars(value))).resolve())
 
 
-REFERENCE = config_path(config["reference"])
+# The prepared reference files (rules/reference.smk): resources/ in the working directory, as
+# catalog workflows keep them, or one shared directory that several projects name.
+RESOURCES_DIR = (
+    config_path(config["resources_dir"])
+    if config["resources_dir"]
+    else os.path.abspath("resources")
+)
+REFERENCE_SOURCES = [
+    config_path(path)
+    for path in (
+        config["reference"]
+        if isinstance(config["reference"], list)
+        else [config["reference"]]
+    )
+]
+# The reference jobs read: the configured one when it is indexed, else what the set-up rules build.
+REFERENCE_PLAN = plan_reference(REFERENCE_SOURCES, RESOURCES_DIR)
+REFERENCE = REFERENCE_PLAN.fasta
+SIMPLE_REPEAT = (
+    plan_simple_repeat(config_path(config["simple_repeat_db"]), RESOURCES_DIR)
+    if config["simple_repeat_db"]
+    else None
+)
+# What the set-up rules build, by rule (rules/reference.smk; counted by the plans).
+SETUP_OUTPUTS = setup_outputs(REFERENCE_PLAN, SIMPLE_REPEAT)
 OUTPUT_DIR = config_path(config["output_dir"])
 LOG_DIR = f"{OUTPUT_DIR}/logs"
 # What the reference pre-staging wrote: the files, sizes and checksums that jobs verify.
 STAGED_MANIFEST = f"{OUTPUT_DIR}/reference/staged.json"
 BENCH_DIR = f"{OUTPUT_DIR}/benchmarks"
 # Paths a tool cannot take are refused here, before anything reads or writes them.
-PATH_PROBLEMS = path_problems("output_dir", OUTPUT_DIR) + path_problems(
-    "reference", REFERENCE
-)
+PATH_PROBLEMS = [
+    problem
+    for key, path in (
+        ("output_dir", OUTPUT_DIR),
+        ("resources_dir", RESOURCES_DIR),
+        *(("reference", source) for source in REFERENCE_SOURCES),
+    )
+    for problem in path_problems(key, path)
+]
 if PATH_PROBLEMS:
     raise WorkflowError("\n".join(PATH_PROBLEMS))
 
 try:
-    problems = reference_problems(REFERENCE)
+    problems = (
+        simple_repeat_problems(SIMPLE_REPEAT.source)
+        if SIMPLE_REPEAT and SIMPLE_REPEAT.built
+        else []
+    )
+    problems += [] if REFERENCE_PLAN.built else reference_problems(REFERENCE)
     if problems:
         raise InputError("\n".join(problems))
+    CONTIGS = reference_contigs(REFERENCE_PLAN)
     COHORT = load_cohort(
         str(SCHEMAS),
         samples=config_path(config["samples"]) if "samples" in config else None,
         pairs=config_path(config["pairs"]) if "pairs" in config else None,
         control_panels=config["control_panels"],
         panel_base=str(CONFIG_DIR),
-        reference_fai=f"{REFERENCE}.fai",
+        reference_fai=REFERENCE_PLAN.fai,
+        reference_contigs=CONTIGS,
         genomon_sample_sheet=(
             config_path(config["genomon_sample_sheet"])
             if "genomon_sample_sheet" in config
             else None
         ),
     )
-    REGIONS = make_regions(
-        f"{REFERENCE}.fai",
+    REGIONS = regions_of(
+        CONTIGS,
         config_path(config["regions"]["file"]) if config["regions"]["file"] else None,
         config["regions"]["max_length"],
         config["regions"]["pack_bp"],

@@ -8,6 +8,7 @@ rule identify_mutations:
         unpack(lambda wildcards: pair_bams(wildcards.tumor)),
         indexes=lambda wildcards: with_indexes(pair_bams(wildcards.tumor)),
         staged=rules.stage_reference.output[0],
+        simple_repeat=SIMPLE_REPEAT.files if SIMPLE_REPEAT else [],
     output:
         temp(tier_file("identify_mutations", "mutation/{tumor}/{region}.txt")),
     log:
@@ -39,10 +40,8 @@ rule identify_mutations:
             f"-q {config['eb_filter']['map_quality']} -Q {config['eb_filter']['base_quality']}"
             f" --ff {config['eb_filter']['filter_flags']}"
         ),
-        simple_repeat_db=(
-            config_path(config["simple_repeat_db"])
-            if config["simple_repeat_db"]
-            else ""
+        simple_repeat_db=lambda wildcards, input: (
+            input.simple_repeat[0] if input.simple_repeat else ""
         ),
         tools=[f"{name}={command}" for name, command in TOOLS.items()],
         work_dir_setup=work_dir_setup("identify_mutations"),

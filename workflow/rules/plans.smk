@@ -13,7 +13,25 @@ from genomon_smk.plan.storage_plan import (
     peaks,
     plan_table,
     sample_uses,
+    setup_uses,
 )
+from genomon_smk.plan.resources import estimated_build_bytes
+
+
+def setup_sizes():
+    """Bytes of what the set-up rules still have to build, by rule (none when all is there); the
+    simple-repeat database is about the size of the (gzipped) UCSC table."""
+    estimates = estimated_build_bytes(CONTIGS)
+    if SIMPLE_REPEAT:
+        estimates["simple_repeat_db"] = file_bytes([SIMPLE_REPEAT.source])
+    return {
+        rule_name: estimates[rule_name]
+        for rule_name, files in SETUP_OUTPUTS.items()
+        if not all(os.path.exists(path) for path in files)
+    }
+
+
+SETUP_SIZES = setup_sizes()
 
 
 def storage_plan():
@@ -22,7 +40,7 @@ def storage_plan():
         tier: (parse_size(limit) if limit is not None else None)
         for tier, limit in config["storage"]["capacity"].items()
     }
-    uses = []
+    uses = setup_uses(SETUP_SIZES)
     for sample in MAPPED_SAMPLES:
         # A [bam_tofastq] sample's FASTQ do not exist yet: its BAMs are about their size.
         reads = COHORT.bam_sources.get(sample) or [
@@ -33,7 +51,11 @@ def storage_plan():
         )
         if sample in COHORT.bam_sources:
             uses += conversion_uses(file_bytes(reads), RULE_TIERS)
-    peak = peaks(uses, file_bytes(reference_files(REFERENCE)))
+    # The reference's copy on the cache tier: its files, or what they will be once built.
+    reference_bytes = file_bytes(reference_files(REFERENCE))
+    if REFERENCE_PLAN.built and SETUP_SIZES:
+        reference_bytes = sum(estimated_build_bytes(CONTIGS).values())
+    peak = peaks(uses, reference_bytes)
     if workflow.is_main_process:
         print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)
     problems = over_capacity(peak, capacity)
@@ -70,6 +92,7 @@ if workflow.is_main_process:
                 converted=sum(map(len, COHORT.bam_sources.values())),
                 qc_samples=len(QC_SAMPLES),
                 mapped_qc_samples=len(MAPPED_QC_SAMPLES),
+                to_build=frozenset(FACTS[rule_name].per for rule_name in SETUP_SIZES),
             ),
             RULE_TIERS,
             config["priorities"],

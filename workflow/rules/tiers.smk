@@ -105,10 +105,16 @@ def transfer_reference_at_start():
     """
     if config["storage"]["reference_staging"] != "llio_transfer":
         return
-    try:
-        stage_main(
-            ["start", "--manifest", STAGED_MANIFEST, *reference_files(REFERENCE)]
+    files = reference_files(REFERENCE)
+    if not all(os.path.exists(path) for path in files):
+        print(
+            "stage: the reference is built by this run's set-up jobs; each job that reads it "
+            "llio_transfers it (the next run transfers it once at its start)",
+            file=sys.stderr,
         )
+        return
+    try:
+        stage_main(["start", "--manifest", STAGED_MANIFEST, *files])
     except OSError as error:
         raise WorkflowError(f"stage: llio_transfer of the reference failed: {error}")
 

@@ -30,7 +30,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from genomon_smk.plan.rules import PRIORITIES
+from genomon_smk.plan.rules import PRIORITIES, RULES, SETUP_STAGE
+
+SETUP_RULES = {rule.name for rule in RULES if rule.stage == SETUP_STAGE}
 
 # The paper shape's stages as the workflow's rules, and their priorities: map jobs fill the gaps
 # (the paper's low-priority queue).
@@ -259,12 +261,20 @@ def pairs_in(jobs: list[Job]) -> int:
 
 
 def replicate(jobs: list[Job], copies: int, stagger: float) -> tuple[list[Job], dict[int, float]]:
-    """`copies` pipelines of the same DAG, pipeline p released at p * stagger seconds."""
+    """`copies` pipelines of the same DAG, pipeline p released at p * stagger seconds. The
+    reference set-up jobs (built once into resources/ for every pipeline) are in the first only:
+    the other pipelines wait for those."""
+    once = {index for index, job in enumerate(jobs) if rule_of(job) in SETUP_RULES}
     cohort: list[Job] = []
     for pipeline in range(copies):
-        offset = len(cohort)
-        cohort += [Job(job.name, job.stage, job.duration, [offset + a for a in job.after], pipeline, job.threads)
-                   for job in jobs]
+        position, where = len(cohort), {}
+        for index in range(len(jobs)):
+            if pipeline and index in once:
+                where[index] = index  # the first pipeline's job (it starts the cohort)
+            else:
+                where[index], position = position, position + 1
+        cohort += [Job(job.name, job.stage, job.duration, [where[a] for a in job.after], pipeline, job.threads)
+                   for index, job in enumerate(jobs) if not (pipeline and index in once)]
     return cohort, {p: p * stagger for p in range(copies)}
 
 

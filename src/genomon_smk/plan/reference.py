@@ -14,25 +14,17 @@ def reference_files(fasta: str) -> list[str]:
 
 
 def reference_problems(fasta: str) -> list[str]:
-    """What is missing for the reference to be used, with the command that fixes it."""
-    if not os.path.isfile(fasta):
-        return [f"reference: file not found: {fasta}"]
+    """Why a FASTA with its .fai and bwa index beside it (used in place) cannot be used, with the
+    command that fixes it. (A reference without them is built by the set-up rules instead.)"""
     if compression(fasta) == "gzip":
         plain = fasta.removesuffix(".gz")
         return [
             f"reference: {fasta} is gzip-compressed; samtools and bwa read a compressed FASTA only when it "
             f"is bgzip-compressed. Recompress it: zcat {fasta} | bgzip > {plain}.bgz && samtools faidx "
-            f"{plain}.bgz && bwa index {plain}.bgz (or decompress it: zcat {fasta} > {plain}, then index that)"
+            f"{plain}.bgz && bwa index {plain}.bgz (or decompress it: zcat {fasta} > {plain}, then index that; "
+            f"or remove its index files, and the set-up jobs build an indexed copy in resources/)"
         ]
-    problems = []
-    if not os.path.isfile(fasta + ".fai"):
-        problems.append(f"reference: no FASTA index {fasta}.fai; build it with: samtools faidx {fasta}")
-    missing = [suffix for suffix in BWA_INDEX_SUFFIXES if not os.path.isfile(fasta + suffix)]
-    if missing:
-        problems.append(
-            f"reference: no bwa index (missing {', '.join(missing)} next to {fasta}); build it with: bwa index {fasta}"
-        )
-    return problems or consistency_problems(fasta)
+    return consistency_problems(fasta)
 
 
 GZIP_MAGIC = b"\x1f\x8b"

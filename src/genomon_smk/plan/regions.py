@@ -197,7 +197,11 @@ def regions_from_file(path: str, contigs: list[tuple[str, int]]) -> list[Region]
 
 
 def make_regions(fai: str, region_file: str | None, max_length: int, pack_bp: int) -> list[Region]:
-    contigs = read_fai(fai)
+    return regions_of(read_fai(fai), region_file, max_length, pack_bp)
+
+
+def regions_of(contigs: list[tuple[str, int]], region_file: str | None, max_length: int, pack_bp: int) -> list[Region]:
+    """The regions of a reference of these contigs: from the region file, else derived."""
     if region_file:
         return regions_from_file(region_file, contigs)
     return derive_regions(contigs, max_length, pack_bp)

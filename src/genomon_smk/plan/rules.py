@@ -33,6 +33,12 @@ class Rule:
 # In pipeline order. Map jobs have the lowest priority, so a pair's later stages overtake the
 # next pair's map jobs and the map jobs fill the gaps (the Fugaku paper's low-priority queue).
 RULES: tuple[Rule, ...] = (
+    # Set-up into resources_dir (rules/reference.smk): jobs only while something is to be built.
+    Rule("reference_fasta", "reference set-up", "reference to build", runtime=60),
+    Rule("reference_fai", "reference set-up", "reference .fai to build", runtime=30),
+    # bwa index of a human genome: about an hour and 5 GB (bwtsw).
+    Rule("reference_bwa_index", "reference set-up", "bwa index to build", mem_mb=8000, runtime=240),
+    Rule("simple_repeat_db", "reference set-up", "repeat table to build", mem_mb=4000, runtime=30),
     Rule("bam_to_fastq", "bam tofastq", "bam_tofastq BAM", 10, "bam_to_fastq", ("output", "temp")),
     Rule("import_bam", "bam import", "imported sample"),
     Rule("stagger_start", "split files", "staggered sample"),
@@ -57,6 +63,9 @@ RULES: tuple[Rule, ...] = (
 
 # The rule that only names the run's final files; Snakemake counts it as one job.
 TARGET_RULE = "all"
+# The rule that names only what the set-up rules build (`snakemake ... setup`).
+SETUP_TARGET = "setup"
+SETUP_STAGE = "reference set-up"
 
 FACTS = {rule.name: rule for rule in RULES}
 # Genomon's stages in pipeline order.

@@ -389,20 +389,22 @@ def reference_differences(bam: list[tuple[str, int]], reference: list[tuple[str,
     return differences
 
 
-def bam_problems(path: str, reference_fai: str | None = None) -> list[str]:
-    """Why a control-panel BAM cannot be used: missing, no index, or (given the reference's .fai)
-    mapped to another reference. Reads only the BAM header, so it is cheap at parse time."""
+def bam_problems(path: str, reference: tuple[str, list[tuple[str, int]]] | None = None) -> list[str]:
+    """Why a control-panel BAM cannot be used: missing, no index, or (given the reference's .fai
+    path and contigs) mapped to another reference. Reads only the BAM header, so it is cheap at
+    parse time."""
     if not os.path.isfile(path):
         return [f"BAM not found: {path}"]
     problems = []
     if not any(os.path.isfile(index) for index in (path + ".bai", path[: -len(".bam")] + ".bai")):
         problems.append(f"BAM has no index (.bam.bai or .bai): {path}; build it with: samtools index {path}")
-    if reference_fai:
+    if reference:
+        reference_fai, reference_contigs = reference
         try:
             contigs = bam_contigs(path)
         except (OSError, ValueError) as error:
             return problems + [f"cannot read the BAM header of {path}: {error}"]
-        differences = reference_differences(contigs, read_fai(reference_fai))
+        differences = reference_differences(contigs, reference_contigs)
         if differences:
             problems.append(
                 f"BAM {path} was mapped to another reference (its header's contigs differ from "
@@ -436,10 +438,13 @@ def first_line(path: str) -> bytes:
 
 
 def check_cohort(
-    cohort: Cohort, problems: Problems, panels_where: str = "control_panels", reference_fai: str | None = None
+    cohort: Cohort,
+    problems: Problems,
+    panels_where: str = "control_panels",
+    reference: tuple[str, list[tuple[str, int]]] | None = None,
 ) -> None:
     """Checks a schema cannot express: safe unique names, known references, readable distinct
-    files, panel BAMs indexed and mapped to the reference (when its .fai is given)."""
+    files, panel BAMs indexed and mapped to the reference (when its .fai and contigs are given)."""
     seen_files: dict[str, Where] = {}
     for sample, lanes in cohort.lanes.items():
         first = lanes[0]
@@ -476,7 +481,7 @@ def check_cohort(
             problems.add(where, f"panel name: {problem}")
         for member in members:
             if is_bam_path(member):
-                for problem in bam_problems(member, reference_fai):
+                for problem in bam_problems(member, reference):
                     problems.add(where, f"panel '{panel}': {problem}")
             elif member not in cohort.samples:
                 problems.add(where, f"panel '{panel}' names unknown sample '{member}'")
@@ -488,7 +493,7 @@ def check_cohort(
         problem = name_problem(sample)
         if problem:
             problems.add(where, f"field 'sample': {problem}")
-        for problem in bam_problems(bam, reference_fai):
+        for problem in bam_problems(bam, reference):
             problems.add(where, f"field 'bam': {problem}")
     for sample, bams in cohort.bam_sources.items():
         where = cohort.bam_where[sample]
@@ -531,10 +536,12 @@ def load_cohort(
     genomon_sample_sheet: str | None = None,
     panel_base: str = ".",
     reference_fai: str | None = None,
+    reference_contigs: list[tuple[str, int]] | None = None,
 ) -> Cohort:
     """Read and check the cohort from either input form; raise InputError listing every problem.
     Panel BAM paths in control_panels resolve against panel_base (the config file's directory);
-    given the reference's .fai, panel BAMs must have been mapped to that reference."""
+    given the reference's .fai, panel BAMs must have been mapped to that reference (its contigs:
+    reference_contigs, else read from the .fai; a reference still to be built has no .fai yet)."""
     problems = Problems()
     if genomon_sample_sheet:
         if samples or pairs or control_panels:
@@ -557,7 +564,10 @@ def load_cohort(
             for name, members in (control_panels or {}).items()
         }
         panels_where = "config: control_panels"
-    check_cohort(cohort, problems, panels_where, reference_fai)
+    reference = None
+    if reference_fai:
+        reference = (reference_fai, reference_contigs if reference_contigs is not None else read_fai(reference_fai))
+    check_cohort(cohort, problems, panels_where, reference)
     problems.raise_if_any()
     return cohort
 

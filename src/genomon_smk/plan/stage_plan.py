@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from genomon_smk.plan.rules import RULES, TARGET_RULE
+from genomon_smk.plan.rules import RULES, SETUP_STAGE, TARGET_RULE
 from genomon_smk.plan.rules import STAGES as STAGE_NAMES
 
 # Genomon's stages in pipeline order, each with its rules and what a rule has one job per
@@ -21,10 +21,14 @@ STAGES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = tuple(
     (stage, tuple((rule.name, rule.per) for rule in RULES if rule.stage == stage)) for stage in STAGE_NAMES
 )
 # The tiers a rule writes on, as the config's storage.rules key and roles; rules not listed write
-# to output_dir (global). stage_reference copies the reference to the cache tier.
+# to output_dir (global). stage_reference copies the reference to the cache tier; the set-up
+# rules write resources_dir, on the global file system.
 STORAGE_ROLES: dict[str, tuple[str, tuple[str, ...]]] = {
     rule.name: (rule.tier_key, rule.tier_roles) for rule in RULES if rule.tier_key
 }
+# What a set-up rule has one job per: the file it builds, if still missing.
+SETUP_UNITS = {rule.per for rule in RULES if rule.stage == SETUP_STAGE}
+SETUP_RULES = {rule.name for rule in RULES if rule.stage == SETUP_STAGE}
 
 
 @dataclass(frozen=True)
@@ -33,8 +37,10 @@ class CohortShape:
     (markdup, the unmapped region included), mutation regions (identify mutations: without it),
     the samples whose split waits for a staggered start, Genomon's [bam_import] samples, the
     BAMs of its [bam_tofastq] samples (those samples are counted in `samples`: they are mapped),
-    and the samples whose QC runs (None: all; mapped ones: those with read-pair and duplicate
-    checks)."""
+    the samples whose QC runs (None: all; mapped ones: those with read-pair and duplicate
+    checks), and what the set-up rules still have to build into resources_dir (their `per`
+    units, e.g. "bwa index to build": one job each; nothing when the reference is used in place
+    or was built by an earlier run)."""
 
     samples: int
     pairs: int
@@ -46,10 +52,13 @@ class CohortShape:
     converted: int = 0
     qc_samples: int | None = None
     mapped_qc_samples: int | None = None
+    to_build: frozenset[str] = frozenset()
 
     def per(self, unit: str) -> int:
         """How many jobs a rule with one job per `unit` has in this cohort."""
         qc_samples = self.samples + self.imported if self.qc_samples is None else self.qc_samples
+        if unit in SETUP_UNITS:
+            return int(unit in self.to_build)
         return {
             "run": 1,
             "staggered sample": self.staggered,
@@ -110,6 +119,8 @@ def rule_tiers(rule: str, storage_rules: dict) -> str:
     storage.rules."""
     if rule == "stage_reference":
         return "cache"
+    if rule in SETUP_RULES:
+        return "global (resources_dir)"
     if rule not in STORAGE_ROLES:
         return "global"
     key, roles = STORAGE_ROLES[rule]

@@ -77,6 +77,12 @@ def conversion_uses(bam_bytes: int, tiers: dict) -> list[Use]:
     ]
 
 
+def setup_uses(to_build: dict[str, float]) -> list[Use]:
+    """The files the set-up rules still have to build ({rule: bytes}), in resources_dir: on the
+    global file system, counted with the global tier."""
+    return [Use(rule, "output", "global", size) for rule, size in to_build.items()]
+
+
 def peaks(uses: list[Use], reference_bytes: int) -> dict[str, float]:
     """Peak bytes per tier: every sample's files alive at once (an upper bound), the largest
     per-job temporary for node_local, and the reference copy for cache."""

@@ -1,0 +1,259 @@
+"""Reference set-up into resources_dir (workflow/rules/reference.smk, genomon_smk.plan.resources):
+a bare, gzipped, bgzipped or concatenated FASTA and a UCSC simpleRepeat table are built once,
+reused by every run that names the same files, and rebuilt when one changes."""
+
+import gzip
+import os
+import re
+from pathlib import Path
+
+import pysam
+import pytest
+
+from conftest import RUN_DIR, run_snakemake, scenario_variant, write_config
+from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, bwa_contigs, reference_files
+from genomon_smk.plan.regions import read_fai
+from genomon_smk.plan.resources import (
+    fasta_contigs,
+    input_key,
+    plan_reference,
+    plan_simple_repeat,
+    simple_repeat_problems,
+    stem,
+)
+from genomon_smk.plan.rules import FACTS, SETUP_STAGE
+from genomon_smk.steps.reference_setup import build_simple_repeat_db, concatenate_fasta
+from test_mutation_workflow import result_path, result_rows
+from test_stage_plan import job_stats, printed_plan
+
+SETUP_RULES = {name for name, rule in FACTS.items() if rule.stage == SETUP_STAGE}
+
+
+def fasta_records(path):
+    """(header line, sequence lines) of each record of a FASTA."""
+    records = []
+    for line in Path(path).read_text().splitlines():
+        if line.startswith(">"):
+            records.append((line, []))
+        else:
+            records[-1][1].append(line)
+    return records
+
+
+def write_records(path, records, trailing_newline=True):
+    text = "\n".join(line for header, lines in records for line in (header, *lines))
+    Path(path).write_text(text + ("\n" if trailing_newline else ""))
+
+
+def split_reference(testdata, directory):
+    """The test genome as a new user may bring it: chr1 and chr2 bgzipped, chr3 (a stand-in for
+    the decoy sequences) plain and without a line end at its end."""
+    records = fasta_records(testdata / "ref" / "genome.fa")
+    directory.mkdir(parents=True, exist_ok=True)
+    write_records(directory / "genome.fa", records[:2])
+    genome = pysam.tabix_compress(str(directory / "genome.fa"), str(directory / "genome.fa.bgz"), force=True)
+    (directory / "genome.fa").unlink()
+    write_records(directory / "decoy.fa", records[2:], trailing_newline=False)
+    return [str(directory / "genome.fa.bgz"), str(directory / "decoy.fa")]
+
+
+# --- planning: contigs, keys, what is built
+
+
+def test_contigs_are_read_from_plain_gzip_bgzip_and_concatenated_fastas_as_faidx_counts(testdata, tmp_path):
+    expected = read_fai(str(testdata / "ref" / "genome.fa.fai"))
+    assert fasta_contigs([str(testdata / "bare" / "genome.fa.gz")]) == expected
+    assert fasta_contigs(split_reference(testdata, tmp_path)) == expected
+    odd = tmp_path / "odd.fa"
+    odd.write_bytes(b">a desc\r\nAC GT\r\n\r\nNN\r\n>b\nA")  # CRLF, blanks, no final line end
+    assert fasta_contigs([str(odd)]) == [("a", 6), ("b", 1)]
+    (tmp_path / "reads.fq").write_text("@r1\nACGT\n+\nIIII\n")
+    with pytest.raises(ValueError, match="not a FASTA"):
+        fasta_contigs([str(tmp_path / "reads.fq")])
+
+
+def test_the_key_follows_the_inputs_paths_sizes_and_dates(tmp_path):
+    fasta = tmp_path / "hs37d5.fa.gz"
+    fasta.write_bytes(gzip.compress(b">1\nACGT\n"))
+    key = input_key([str(fasta)])
+    assert key == input_key([str(fasta)]) and re.fullmatch(r"[0-9a-f]{12}", key)
+    os.utime(fasta, ns=(0, 10**18))
+    assert input_key([str(fasta)]) != key
+    assert stem(str(fasta)) == "hs37d5" and stem("/x/GRCh37.fasta") == "GRCh37"
+
+
+def test_an_indexed_reference_is_used_in_place_and_anything_else_is_built(testdata, tmp_path):
+    indexed = str(testdata / "ref" / "genome.fa")
+    assert plan_reference([indexed], str(tmp_path)).fasta == indexed
+    assert not plan_reference([indexed], str(tmp_path)).built
+    bare = plan_reference([str(testdata / "bare" / "genome.fa.gz")], str(tmp_path / "resources"))
+    assert bare.built and re.fullmatch(rf"{tmp_path}/resources/reference/genome-[0-9a-f]{{12}}/genome\.fa", bare.fasta)
+    # A genome plus decoys is one build; the genome alone is another.
+    assert plan_reference([indexed, str(tmp_path / "decoy.fa")], str(tmp_path)).built
+    prepared = plan_simple_repeat(str(tmp_path / "db.bed.gz"), str(tmp_path))
+    (tmp_path / "db.bed.gz.tbi").touch()
+    assert prepared.built and not plan_simple_repeat(str(tmp_path / "db.bed.gz"), str(tmp_path)).built
+
+
+def test_a_simple_repeat_table_that_is_neither_ucsc_nor_indexed_is_refused(testdata, tmp_path):
+    assert simple_repeat_problems(str(testdata / "bare" / "simpleRepeat.txt.gz")) == []
+    cut = tmp_path / "cut.bed"
+    cut.write_text("chr1\t10\t40\ttrf\n")
+    assert "neither a tabix-indexed database" in simple_repeat_problems(str(cut))[0]
+    assert "file not found" in simple_repeat_problems(str(tmp_path / "nope.txt.gz"))[0]
+
+
+# --- the set-up steps
+
+
+def test_fastas_are_concatenated_in_order_whatever_their_compression(testdata, tmp_path):
+    out = tmp_path / "built" / "genome.fa"
+    out.parent.mkdir()
+    concatenate_fasta(split_reference(testdata, tmp_path / "in"), str(out))
+    assert out.read_bytes() == (testdata / "ref" / "genome.fa").read_bytes()
+    assert not list(out.parent.glob("*.partial"))
+
+
+def ucsc_table(testdata):
+    with gzip.open(testdata / "bare" / "simpleRepeat.txt.gz", "rt") as handle:
+        return [line.rstrip("\n").split("\t") for line in handle]
+
+
+def test_the_database_is_the_ucsc_table_without_its_bin_column_sorted_and_indexed(testdata, tmp_path):
+    table = ucsc_table(testdata)
+    assert len(table) > 10 and all(len(row) == 17 for row in table)
+    # Rows out of position order (a table dump need not be in it): the set-up sorts them.
+    shuffled = tmp_path / "in" / "simpleRepeat.txt"
+    shuffled.parent.mkdir()
+    shuffled.write_text("".join("\t".join(row) + "\n" for row in reversed(table)))
+    db = tmp_path / "simpleRepeat.bed.gz"
+    assert build_simple_repeat_db(str(shuffled), str(db)) == len(table)
+    with pysam.TabixFile(str(db)) as tabix:
+        rows = [line.split("\t") for contig in tabix.contigs for line in tabix.fetch(contig)]
+    assert sorted(rows, key=lambda row: (row[0], int(row[1]))) == rows
+    assert sorted(map(tuple, rows)) == sorted(tuple(row[1:]) for row in table)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "simpleRepeat.bed.gz", "simpleRepeat.bed.gz.tbi"]
+
+
+# --- the workflow: built once, reused, rebuilt when an input changes
+
+
+def setup_jobs(result):
+    """The set-up jobs of a dry run (Snakemake's Job stats), by rule."""
+    output = result.stdout + result.stderr
+    if "Nothing to be done" in output:
+        return {}
+    return {rule: count for rule, count in job_stats(output).items() if rule in SETUP_RULES}
+
+
+@pytest.mark.workflow
+def test_a_list_of_fastas_is_built_once_reused_by_another_output_dir_and_rebuilt_when_changed(testdata, tmp_path):
+    sources = split_reference(testdata, tmp_path / "downloads")
+    resources = tmp_path / "shared-resources"
+    first = write_config(tmp_path / "one", testdata, reference=sources, resources_dir=str(resources),
+                         output_dir=str(tmp_path / "one" / "results"))
+    run_snakemake(first, "setup")
+    [built] = list((resources / "reference").iterdir())
+    fasta = built / "genome.fa"
+    assert fasta.read_bytes() == (testdata / "ref" / "genome.fa").read_bytes()
+    assert read_fai(f"{fasta}.fai") == bwa_contigs(f"{fasta}.ann") == read_fai(str(testdata / "ref" / "genome.fa.fai"))
+    assert all(Path(f"{fasta}{suffix}").stat().st_size > 0 for suffix in BWA_INDEX_SUFFIXES)
+    assert (tmp_path / "one" / "results" / "logs" / "reference_bwa_index" / f"{built.name}.log").exists()
+
+    # Another project (its own output directory) naming the same files plans no set-up job.
+    second = write_config(tmp_path / "two", testdata, reference=sources, resources_dir=str(resources),
+                          output_dir=str(tmp_path / "two" / "results"))
+    result = run_snakemake(second, "-n", "--quiet", "rules")
+    assert setup_jobs(result) == {} and "map_reads" in job_stats(result.stdout + result.stderr)
+    stages, rules = printed_plan(result.stderr)
+    assert stages[SETUP_STAGE] == 0 and not SETUP_RULES & set(rules)
+    assert run_snakemake(second, "setup").returncode == 0 and list((resources / "reference").iterdir()) == [built]
+
+    # A changed FASTA is another build, in its own directory; the first stays for whoever uses it.
+    Path(sources[1]).write_text(Path(sources[1]).read_text() + "\n")
+    result = run_snakemake(second, "-n", "--quiet", "rules")
+    assert setup_jobs(result) == {rule: 1 for rule in SETUP_RULES - {"simple_repeat_db"}}
+    stages, rules = printed_plan(result.stderr)
+    assert stages[SETUP_STAGE] == 3 and rules["reference_bwa_index"] == 1
+    run_snakemake(second, "setup")
+    assert len(list((resources / "reference").iterdir())) == 2 and fasta.exists()
+
+
+@pytest.mark.workflow
+def test_resources_default_to_the_working_directory(testdata, tmp_path):
+    work = tmp_path / "project"
+    config = write_config(work, testdata, simple_repeat_db=str(testdata / "bare" / "simpleRepeat.txt.gz"))
+    run_snakemake(config, "--directory", str(work), "setup")
+    [db] = (work / "resources" / "simple_repeat").glob("simpleRepeat-*/simpleRepeat.bed.gz")
+    assert Path(f"{db}.tbi").exists() and not (RUN_DIR / "resources" / "simple_repeat" / db.parent.name).exists()
+
+
+# --- the bundled scenario: a bare gzipped FASTA and a UCSC table, run end to end
+
+
+@pytest.mark.workflow
+def test_the_bundled_run_started_from_a_bare_gzipped_fasta_and_staged_what_it_built(pipeline_run):
+    resources = pipeline_run.parent / "resources"
+    [fasta] = (resources / "reference").glob("genome-*/genome.fa")
+    for suffix in (".fai", *BWA_INDEX_SUFFIXES):
+        assert Path(f"{fasta}{suffix}").stat().st_size > 0, suffix
+    staged = (pipeline_run / "reference" / "staged.json").read_text()
+    assert str(fasta) in staged and str(fasta) + ".bwt" in staged
+    for rule in SETUP_RULES:
+        assert list((pipeline_run / "logs" / rule).glob("*.log")), rule
+
+
+@pytest.mark.workflow
+def test_another_output_dir_builds_nothing(pipeline_run, scenario_root, tmp_path):
+    config = scenario_variant(scenario_root, "config", tmp_path)
+    result = run_snakemake(config, "-n", "--quiet", "rules")
+    assert setup_jobs(result) == {} and job_stats(result.stdout + result.stderr)["map_reads"] > 0
+
+
+def expected_repeats(table, chrom, start, end):
+    """simplerepeat's two columns for a call at [start - 1, end) from the UCSC table: the first
+    five overlapping repeats in position order."""
+    hits = sorted((int(row[2]), int(row[3]), row[16]) for row in table
+                  if row[1] == chrom and int(row[2]) < end and start - 1 < int(row[3]))[:5]
+    if not hits:
+        return "---", "---"
+    return ";".join(f"{chrom}:{s}-{e}" for s, e, _ in hits), ";".join(unit for _, _, unit in hits)
+
+
+@pytest.mark.workflow
+def test_the_simple_repeat_columns_are_filled_from_the_ucsc_table(pipeline_run, testdata):
+    table = ucsc_table(testdata)
+    _, rows = result_rows(result_path(pipeline_run, ".txt"))
+    filled = 0
+    for row in rows:
+        expected = expected_repeats(table, row["Chr"], int(row["Start"]), int(row["End"]))
+        assert (row["simple_repeat_pos"], row["simple_repeat_seq"]) == expected, row
+        filled += expected[0] != "---"
+    # A planted somatic SNV lies in a 24 bp-unit tandem repeat of chr2.
+    assert filled >= 1
+
+
+@pytest.mark.workflow
+def test_llio_transfer_at_the_start_leaves_a_reference_still_to_build_to_its_readers(testdata, tmp_path):
+    """Inside a PJM job with llio_transfer staging, the whole-run transfer at the start needs the
+    reference's files: while the set-up jobs have still to build them it is skipped (their
+    readers transfer them), and the next run transfers what was built, once, at its start."""
+    calls = tmp_path / "llio.log"
+    fake = tmp_path / "llio_transfer"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    fake.chmod(0o755)
+    config = write_config(tmp_path, testdata, reference=str(testdata / "bare" / "genome.fa.gz"),
+                          resources_dir=str(tmp_path / "resources"), storage={"reference_staging": "llio_transfer"})
+    env = dict(os.environ, PJM_JOBID="4242", LLIO_TRANSFER=str(fake))
+    staged = tmp_path / "results" / "reference" / "staged.json"
+    first = run_snakemake(config, str(staged), env=env)
+    assert "the reference is built by this run's set-up jobs" in first.stderr
+    [fasta] = (tmp_path / "resources" / "reference").glob("genome-*/genome.fa")
+    files = " ".join(reference_files(str(fasta)))
+    # stage_reference transferred the files it found built; the end of the run purged them.
+    assert calls.read_text().splitlines() == [files, f"--purge {files}"]
+    staged.unlink()
+    second = run_snakemake(config, str(staged), env=env)
+    # The start transferred them for the whole job, and stage_reference did not again.
+    assert "built by this run's set-up jobs" not in second.stderr
+    assert calls.read_text().splitlines()[2:] == [files, f"--purge {files}"]

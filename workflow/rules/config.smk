@@ -106,7 +106,8 @@ PAIRS = {pair.tumor: pair for pair in COHORT.pairs}
 
 def sv_pairs():
     """The pairs whose SVs are detected: a Genomon sheet's [sv_detection] rows (none without the
-    section, as in Genomon); else the pairs table's, all or config sv_detection.tumors."""
+    section, as in Genomon); else the pairs table's, all or config sv_detection.tumors.
+    """
     chosen = config["sv_detection"]["tumors"]
     if "genomon_sample_sheet" in config:
         if chosen is not None:
@@ -143,7 +144,8 @@ def sv_name(member):
 def sv_parsed():
     """What GenomonSV parse reads, once each however many pairs use it: name -> the cohort's
     sample of that name, or a panel's BAM path. Tumors and panel members: filt reads a matched
-    normal's BAM itself (Genomon parses every normal too, and never reads that parse)."""
+    normal's BAM itself (Genomon parses every normal too, and never reads that parse).
+    """
     parsed = {}
     for pair in SV_PAIRS.values():
         parsed[pair.tumor] = pair.tumor

@@ -269,14 +269,15 @@ def make_germline(contigs: dict[str, str], rng):
     return variants, pool_af[keep], {ind: gt[keep] for ind, gt in genotypes.items()}
 
 
-def germline_mask(contig: str, seq: str, pool: list[Variant]) -> np.ndarray:
-    """Positions where somatic mutations/artifacts may go: away from ends and germline sites."""
+def germline_mask(contig: str, seq: str, pool: list[Variant], gap: int = SOMATIC_GERMLINE_GAP) -> np.ndarray:
+    """Positions where somatic mutations/artifacts may go: away from ends and (by `gap`) from the
+    pool's sites (germline; for SVs the somatic and artifact sites)."""
     free = np.ones(len(seq), dtype=bool)
     free[:SOMATIC_GAP] = free[-SOMATIC_GAP:] = False
     for v in pool:
         if v.contig == contig:
             lo, hi = variant_span(seq, v)
-            free[max(0, lo - SOMATIC_GERMLINE_GAP):hi + SOMATIC_GERMLINE_GAP + 1] = False
+            free[max(0, lo - gap):hi + gap + 1] = False
     return free
 
 
@@ -334,22 +335,10 @@ class StructuralVariant:
         return self.contig, self.start, self.contig_2, self.end
 
 
-def sv_free_mask(contig, seq, germline, small_variants) -> np.ndarray:
-    """Where an SV may lie (with SV_SMALL_VARIANT_GAP around it): away from the window ends and
-    from every somatic or artifact site."""
-    free = np.ones(len(seq), dtype=bool)
-    free[:SOMATIC_GAP] = free[-SOMATIC_GAP:] = False
-    for v in small_variants:
-        if v.contig == contig:
-            lo, hi = variant_span(seq, v)
-            free[max(0, lo - SV_SMALL_VARIANT_GAP):hi + SV_SMALL_VARIANT_GAP + 1] = False
-    return free
-
-
 def make_svs(contigs, germline, small_variants, counts, rng) -> list[StructuralVariant]:
     """Somatic SVs at random free places: segments of SV_LENGTHS for the intra-contig kinds,
     break points on two contigs for a translocation; each SV keeps SV_SMALL_VARIANT_GAP free."""
-    free = {name: sv_free_mask(name, seq, germline, small_variants) for name, seq in contigs.items()}
+    free = {name: germline_mask(name, seq, small_variants, SV_SMALL_VARIANT_GAP) for name, seq in contigs.items()}
     germline_spans = {name: [variant_span(seq, v) for v in germline if v.contig == name]
                       for name, seq in contigs.items()}
     names = list(contigs)

@@ -65,9 +65,10 @@ def tumor_bam(work: Path) -> Path:
 
 
 def records(prefix: Path, kind: str) -> list[str]:
-    """The clustered records of a parse without GenomonSV's per-run ID column (the last)."""
+    """The clustered records of a parse without GenomonSV's per-run ID (the 7th column)."""
     with gzip.open(f"{prefix}.{kind}.clustered.bedpe.gz", "rt") as handle:
-        return sorted(line.rstrip("\n").rsplit("\t", 1)[0] for line in handle)
+        rows = [line.rstrip("\n").split("\t") for line in handle]
+    return sorted("\t".join(row[:6] + row[7:]) for row in rows)
 
 
 def main() -> None:
@@ -100,8 +101,9 @@ def main() -> None:
     for kind in KINDS:
         ours, theirs = sorted(pieces[kind]), records(whole, kind)
         same = len(set(ours) & set(theirs))
-        print(f"  {kind}: whole BAM {len(theirs)} records, per contig {len(ours)}, {same} identical: "
-              f"{'the same files' if ours == theirs else 'NOT the same files'}")
+        between = sum(1 for record in theirs if record.split("\t")[0] != record.split("\t")[3])
+        print(f"  {kind}: whole BAM {len(theirs)} records ({between} joining two contigs), per contig "
+              f"{len(ours)}, {same} identical: {'the same files' if ours == theirs else 'NOT the same files'}")
 
 
 if __name__ == "__main__":

@@ -143,3 +143,12 @@ def test_report_shows_the_multiqc_report_under_qc(report_html, pipeline_run, tmp
     (name, content), = frames
     assert name == multiqc.name and content == multiqc.read_bytes()
     assert b"MultiQC" in content
+
+
+def test_report_shows_the_filtered_svs(report_html, pipeline_run, tmp_path):
+    page = render(report_html, [{"link": "Structural variants"}, {"link": "tumor", "optional": True},
+                                {"row": "filtered SVs (Genomon's table)"}], tmp_path)
+    assert page.probe == "done", page.probe
+    table = pipeline_run / "sv" / "tumor" / "tumor.genomonSV.result.filt.txt"
+    shown = [data_uri_file(src) for src in page.frames if src.startswith("data:")]
+    assert (table.name, table.read_bytes()) in shown, [name for name, _ in shown]

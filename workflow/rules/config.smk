@@ -24,7 +24,8 @@ SCHEMAS = Path(workflow.basedir) / "schemas"
 
 # The project's Python steps run with the interpreter that runs Snakemake (the .venv), whatever
 # the shell's PATH holds; with --sdm conda, with the rule env's python and this checkout's package.
-if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+if CONDA:
     PYTHON = f"env PYTHONPATH={shlex.quote(str(Path(workflow.basedir).parent / 'src'))} python"
 else:
     PYTHON = shlex.quote(sys.executable)

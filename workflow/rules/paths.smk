@@ -177,7 +177,6 @@ def fixed_value(resource):
 # SV detection (rules/sv.smk): Genomon's SV tools, the files of its stage, the options of filt.
 SV_DIR = f"{OUTPUT_DIR}/sv"
 SV_TOOLS_DIR = Path(workflow.basedir).parent / ".venv-sv" / "bin"
-SV_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 # What GenomonSV parse writes and filt reads, after its prefix.
 SV_PARSE_SUFFIXES = {
     "junction": ".junction.clustered.bedpe.gz",
@@ -196,7 +195,7 @@ SV_PYSAM_CHECK = (
 
 def sv_tool(name):
     """A command of Genomon's SV tools: from .venv-sv/bin, or the conda env's PATH."""
-    if SV_CONDA:
+    if CONDA:
         return name
     path = SV_TOOLS_DIR / name
     if SV_PAIRS and not path.exists():

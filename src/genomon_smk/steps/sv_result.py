@@ -14,7 +14,7 @@ import sys
 
 import pysam
 
-from genomon_smk.steps.merge_mutation import meta_lines, source_version, tool_version
+from genomon_smk.steps.merge_mutation import add_vcf_arguments, meta_lines, source_version, tool_version
 
 COLUMNS = (
     "Chr_1 Pos_1 Dir_1 Chr_2 Pos_2 Dir_2 Inserted_Seq Variant_Type Gene_1 Gene_2 Exon_1 Exon_2 "
@@ -131,12 +131,7 @@ def main(argv=None) -> int:
     result.add_argument("--raw", required=True, help="GenomonSV filt's genomonSV.result.txt")
     result.add_argument("--out", required=True)
     result.add_argument("--version-of", nargs="*", default=[], help="tool commands whose --version goes into the meta line")
-    vcf = commands.add_parser("vcf", help="a result -> bgzipped, indexed VCF of breakend records")
-    vcf.add_argument("--result", required=True)
-    vcf.add_argument("--reference", required=True)
-    vcf.add_argument("--out", required=True)
-    vcf.add_argument("--tumor", required=True)
-    vcf.add_argument("--normal")
+    add_vcf_arguments(commands.add_parser("vcf", help="a result -> bgzipped, indexed VCF of breakend records"))
     args = parser.parse_args(argv)
     try:
         if args.command == "result":

@@ -2,7 +2,16 @@
 
 import pytest
 
-from genomon_smk.plan.storage_plan import human, over_capacity, parse_size, peaks, sample_uses
+from genomon_smk.plan.storage_plan import (
+    SV_FILT_TEMP_BYTES,
+    SV_PARSE_TEMP_PER_BAM,
+    human,
+    over_capacity,
+    parse_size,
+    peaks,
+    sample_uses,
+    sv_uses,
+)
 
 TIERS = {
     "split_fastq": {"output": "shared_tmp"},
@@ -42,3 +51,12 @@ def test_moving_a_rule_to_another_tier_moves_its_bytes():
 def test_over_capacity_names_the_tier_and_sizes():
     problems = over_capacity({"shared_tmp": 3 << 30, "node_local": 1}, {"shared_tmp": 1 << 30, "node_local": None})
     assert len(problems) == 1 and "shared_tmp" in problems[0] and human(3 << 30) in problems[0]
+
+
+def test_sv_temporaries_take_the_largest_parse_and_filt_job_on_node_local_and_add_up_elsewhere():
+    tiers = {"sv_parse": {"output": "global", "temp": "node_local"}, "sv_filt": {"output": "global", "temp": "node_local"}}
+    uses = sv_uses([10 << 30, 40 << 30], pairs=2, tiers=tiers)
+    assert [use.rule for use in uses] == ["sv_parse", "sv_parse", "sv_filt", "sv_filt"]
+    assert peaks(uses, 0)["node_local"] == max(40 * (1 << 30) * SV_PARSE_TEMP_PER_BAM, SV_FILT_TEMP_BYTES)
+    moved = dict(tiers, sv_parse={"output": "global", "temp": "shared_tmp"})
+    assert peaks(sv_uses([10 << 30, 40 << 30], 2, moved), 0)["shared_tmp"] == 50 * (1 << 30) * SV_PARSE_TEMP_PER_BAM

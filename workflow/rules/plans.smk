@@ -6,6 +6,8 @@ from genomon_smk.plan import panel_power
 from genomon_smk.plan.samplesheet import imported_name_warnings
 from genomon_smk.plan.stage_plan import CohortShape, stage_table, stagger_delays
 from genomon_smk.plan.storage_plan import (
+    BAM_PER_FASTQ,
+    FASTQ_PER_GZ,
     conversion_uses,
     file_bytes,
     over_capacity,
@@ -13,7 +15,21 @@ from genomon_smk.plan.storage_plan import (
     peaks,
     plan_table,
     sample_uses,
+    sv_uses,
 )
+
+
+def sv_bam_bytes(member):
+    """The size of a BAM GenomonSV parse reads: a panel's BAM path or an imported BAM as it is,
+    a mapped sample's as its reads estimate it."""
+    if member.endswith(".bam"):
+        return file_bytes([member])
+    if member in IMPORTED_BAMS:
+        return file_bytes([IMPORTED_BAMS[member]])
+    reads = COHORT.bam_sources.get(member) or [
+        path for lane in COHORT.lanes[member] for path in (lane.fq1, lane.fq2)
+    ]
+    return file_bytes(reads) * FASTQ_PER_GZ * BAM_PER_FASTQ
 
 
 def storage_plan():
@@ -33,6 +49,9 @@ def storage_plan():
         )
         if sample in COHORT.bam_sources:
             uses += conversion_uses(file_bytes(reads), RULE_TIERS)
+    uses += sv_uses(
+        [sv_bam_bytes(SV_PARSED[name]) for name in SV_PARSED], len(SV_PAIRS), RULE_TIERS
+    )
     peak = peaks(uses, file_bytes(reference_files(REFERENCE)))
     if workflow.is_main_process:
         print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)

@@ -18,6 +18,10 @@ SAM_PER_FASTQ = 1.33  # paper: SAM 363 GiB from 272 GiB of FASTQ
 BAM_PER_FASTQ = 0.35  # paper: markdup BAM 95 GiB from 272 GiB of FASTQ
 PIECE_PER_BAM = 1.3  # region pieces are written at compression level 1
 SORT_TEMP_PER_BAM = 1.0  # sort/markdup temporaries about the size of their input
+# GenomonSV parse's sort files: 1.5% of the tumor's BAM on the .test data (junction and improper
+# reads only); filt's annotation tables (annot_utils' hg19 genes and exons) 48 MiB, whatever the BAM.
+SV_PARSE_TEMP_PER_BAM = 0.02
+SV_FILT_TEMP_BYTES = 64 << 20
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
@@ -74,6 +78,13 @@ def conversion_uses(bam_bytes: int, tiers: dict) -> list[Use]:
         Use("bam_to_fastq", "output", tiers["bam_to_fastq"]["output"], bam_bytes * FASTQ_PER_GZ / 2),
         Use("bam_to_fastq", "temp", tiers["bam_to_fastq"]["temp"], bam_bytes * SORT_TEMP_PER_BAM, per_job=True),
     ]
+
+
+def sv_uses(parsed_bam_bytes: list[int], pairs: int, tiers: dict) -> list[Use]:
+    """The estimated temporaries of the SV stage: GenomonSV parse's per parsed BAM, filt's per pair."""
+    uses = [Use("sv_parse", "temp", tiers["sv_parse"]["temp"], size * SV_PARSE_TEMP_PER_BAM, per_job=True)
+            for size in parsed_bam_bytes]
+    return uses + [Use("sv_filt", "temp", tiers["sv_filt"]["temp"], SV_FILT_TEMP_BYTES, per_job=True)] * pairs
 
 
 def peaks(uses: list[Use], reference_bytes: int) -> dict[str, float]:

@@ -11,6 +11,8 @@ Builds, from real human sequence (GRCh37 chr20 shipped by Debian ``vt-examples``
   simpleRepeat table format, the windows' tandem repeats scored as TRF does): what a new user brings;
 * ``fastq/<sample>_L<n>_R{1,2}.fastq.gz`` for tumor (2 lanes), normal, pon1..pon3;
 * ``truth/{germline,somatic,artifacts}.vcf.gz`` (left-aligned, sorted, bgzipped, tabixed);
+* ``truth/somatic_sv.tsv``: clonal somatic SVs of the tumor (deletions, tandem duplications,
+  inversions of 1-3 kb and a reciprocal translocation), one row per SV with both breakpoints;
 * ``samples.tsv``, ``pairs.tsv``, ``panels.tsv`` and ``truth/meta.json``;
 * ``.complete`` (written last): a re-run with the same parameters prints "up to date".
 
@@ -37,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pysam
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 SOURCE_FASTA = Path("/usr/share/doc/vt/examples/ref/20.fa.gz")
 SOURCE_CHROM = "20"
 SOURCE_ASSEMBLY = "GRCh37"
@@ -53,10 +55,12 @@ FASTA_LINE = 60
 PRESETS = {
     "test": dict(windows=(80_000, 60_000, 40_000), read_length=100, fragment_mean=300,
                  fragment_sd=30, coverage=dict(tumor=40, normal=30, pon=20),
-                 somatic_snvs=36, somatic_indels=8, artifacts=10, tumor_lanes=2),
+                 somatic_snvs=36, somatic_indels=8, artifacts=10, tumor_lanes=2,
+                 svs=dict(deletion=4, tandem_duplication=4, inversion=4, translocation=1)),
     "bench": dict(windows=(2_500_000, 1_500_000, 1_000_000), read_length=150, fragment_mean=400,
                   fragment_sd=40, coverage=dict(tumor=40, normal=30, pon=20),
-                  somatic_snvs=500, somatic_indels=60, artifacts=60, tumor_lanes=2),
+                  somatic_snvs=500, somatic_indels=60, artifacts=60, tumor_lanes=2,
+                  svs=dict(deletion=10, tandem_duplication=10, inversion=10, translocation=2)),
 }
 
 # Germline pool density and the spacing rules for placing variants.
@@ -71,6 +75,15 @@ BASES = "ACGT"
 
 # Independent random streams, so changing one count does not reshuffle everything else.
 STREAM_WINDOWS, STREAM_GERMLINE, STREAM_SOMATIC, STREAM_SIM, STREAM_READS, STREAM_TRIM = range(1, 7)
+STREAM_SV = 7
+
+# Somatic SVs: segment lengths, and the bp kept free of somatic/artifact sites around an SV (its
+# reads must not carry them: a deletion would remove them, clipped reads would hide them) and of
+# germline variants around a breakpoint (so a breakpoint never falls inside a germline indel).
+SV_LENGTHS = (1000, 3000)
+SV_SMALL_VARIANT_GAP = 700
+SV_GERMLINE_GAP = 20
+SV_TRUTH_COLUMNS = ("chrom_1", "pos_1", "chrom_2", "pos_2", "type", "length", "vaf")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -350,14 +363,15 @@ def make_germline(contigs: dict[str, str], rng):
     return variants, pool_af[keep], {ind: gt[keep] for ind, gt in genotypes.items()}
 
 
-def germline_mask(contig: str, seq: str, pool: list[Variant]) -> np.ndarray:
-    """Positions where somatic mutations/artifacts may go: away from ends and germline sites."""
+def germline_mask(contig: str, seq: str, pool: list[Variant], gap: int = SOMATIC_GERMLINE_GAP) -> np.ndarray:
+    """Positions where somatic mutations/artifacts may go: away from ends and (by `gap`) from the
+    pool's sites (germline; for SVs the somatic and artifact sites)."""
     free = np.ones(len(seq), dtype=bool)
     free[:SOMATIC_GAP] = free[-SOMATIC_GAP:] = False
     for v in pool:
         if v.contig == contig:
             lo, hi = variant_span(seq, v)
-            free[max(0, lo - SOMATIC_GERMLINE_GAP):hi + SOMATIC_GERMLINE_GAP + 1] = False
+            free[max(0, lo - gap):hi + gap + 1] = False
     return free
 
 
@@ -390,6 +404,121 @@ def make_somatic_and_artifacts(contigs, germline, n_snv, n_indel, n_art, rng):
     artifacts.sort(key=order)
     clonal = rng.random(len(somatic)) < CLONAL_SHARE
     return somatic, clonal, artifacts
+
+
+@dataclasses.dataclass(frozen=True)
+class StructuralVariant:
+    """A somatic SV on the generated reference. Intra-contig SVs act on the 0-based segment
+    [start, end) of `contig`; a translocation joins contig[:start] to contig_2[end:] and
+    contig_2[:end] to contig[start:] (reciprocal)."""
+    kind: str  # deletion, tandem_duplication, inversion or translocation
+    contig: str
+    start: int
+    end: int
+    contig_2: str = ""
+
+    def breakpoints(self) -> tuple[str, int, str, int]:
+        """(chrom_1, pos_1, chrom_2, pos_2), 1-based, as GenomonSV reports the junction
+        (Pos_1 <= Pos_2 on one contig); an inversion's two junctions lie within 1 bp of these."""
+        if self.kind == "deletion":
+            return self.contig, self.start, self.contig, self.end + 1
+        if self.kind == "tandem_duplication":
+            return self.contig, self.start + 1, self.contig, self.end
+        if self.kind == "inversion":
+            return self.contig, self.start, self.contig, self.end
+        return self.contig, self.start, self.contig_2, self.end
+
+
+def make_svs(contigs, germline, small_variants, counts, rng) -> list[StructuralVariant]:
+    """Somatic SVs at random free places: segments of SV_LENGTHS for the intra-contig kinds,
+    break points on two contigs for a translocation; each SV keeps SV_SMALL_VARIANT_GAP free."""
+    free = {name: germline_mask(name, seq, small_variants, SV_SMALL_VARIANT_GAP) for name, seq in contigs.items()}
+    germline_spans = {name: [variant_span(seq, v) for v in germline if v.contig == name]
+                      for name, seq in contigs.items()}
+    names = list(contigs)
+    gap = SV_SMALL_VARIANT_GAP
+
+    def fits(name, lo, hi):
+        return (lo - gap >= 0 and hi + gap <= len(contigs[name]) and free[name][lo - gap:hi + gap].all()
+                and not any(a - SV_GERMLINE_GAP <= point <= b + SV_GERMLINE_GAP
+                            for point in (lo, hi) for a, b in germline_spans[name]))
+
+    def take(name, lo, hi):
+        free[name][lo - gap:hi + gap] = False
+
+    svs = []
+    for kind in ("deletion", "tandem_duplication", "inversion", "translocation"):
+        for _ in range(counts.get(kind, 0)):
+            for _attempt in range(2000):
+                if kind == "translocation":
+                    first, second = (names[i] for i in rng.choice(len(names), size=2, replace=False))
+                    a = int(rng.integers(0, len(contigs[first])))
+                    b = int(rng.integers(0, len(contigs[second])))
+                    if fits(first, a, a) and fits(second, b, b):
+                        take(first, a, a)
+                        take(second, b, b)
+                        svs.append(StructuralVariant(kind, first, a, b, second))
+                        break
+                    continue
+                name = names[int(rng.integers(0, len(names)))]
+                length = int(rng.integers(SV_LENGTHS[0], SV_LENGTHS[1] + 1))
+                start = int(rng.integers(0, len(contigs[name]) - length))
+                if fits(name, start, start + length):
+                    take(name, start, start + length)
+                    svs.append(StructuralVariant(kind, name, start, start + length))
+                    break
+            else:
+                sys.exit(f"could not place a {kind} of 1-3 kb away from the small variants")
+    return sorted(svs, key=lambda sv: (names.index(sv.contig), sv.start))
+
+
+def haplotype_offset(variants, contig: str, point: int) -> int:
+    """How far reference position `point` (0-based, outside every variant) moved in a haplotype
+    carrying `variants` (the length changes of the indels before it)."""
+    return sum(len(v.alt) - len(v.ref) for v in variants if v.contig == contig and v.pos - 1 < point)
+
+
+def apply_svs(haplotype: dict[str, str], svs, variants) -> dict[str, str]:
+    """A haplotype (the reference with `variants` applied) with the SVs applied: intra-contig
+    SVs right to left on each contig, then each translocation at its points' new places."""
+    seqs = dict(haplotype)
+    shift = {name: [] for name in seqs}  # (haplotype point, length change) of the applied SVs
+    for sv in sorted((sv for sv in svs if sv.kind != "translocation"), key=lambda sv: -sv.start):
+        lo = sv.start + haplotype_offset(variants, sv.contig, sv.start)
+        hi = sv.end + haplotype_offset(variants, sv.contig, sv.end)
+        seq = seqs[sv.contig]
+        if sv.kind == "deletion":
+            seqs[sv.contig] = seq[:lo] + seq[hi:]
+            shift[sv.contig].append((hi, lo - hi))
+        elif sv.kind == "tandem_duplication":
+            seqs[sv.contig] = seq[:hi] + seq[lo:hi] + seq[hi:]
+            shift[sv.contig].append((hi, hi - lo))
+        else:
+            seqs[sv.contig] = seq[:lo] + reverse_complement(seq[lo:hi]) + seq[hi:]
+
+    def moved(contig, point):
+        point += haplotype_offset(variants, contig, point)
+        return point + sum(change for at, change in shift[contig] if at <= point)
+
+    for sv in (sv for sv in svs if sv.kind == "translocation"):
+        a, b = moved(sv.contig, sv.start), moved(sv.contig_2, sv.end)
+        one, two = seqs[sv.contig], seqs[sv.contig_2]
+        seqs[sv.contig], seqs[sv.contig_2] = one[:a] + two[b:], two[:b] + one[a:]
+    return seqs
+
+
+def reverse_complement(seq: str) -> str:
+    return seq.translate(str.maketrans("ACGTN", "TGCAN"))[::-1]
+
+
+def sv_rows(svs, vaf) -> list[str]:
+    """truth/somatic_sv.tsv: a header, then one row per SV."""
+    rows = ["\t".join(SV_TRUTH_COLUMNS)]
+    for sv in svs:
+        chrom_1, pos_1, chrom_2, pos_2 = sv.breakpoints()
+        length = "." if sv.kind == "translocation" else str(sv.end - sv.start)
+        rows.append(f"{chrom_1}\t{pos_1}\t{chrom_2}\t{pos_2}\t{sv.kind}\t{length}\t{vaf:.4g}")
+    return rows
 
 
 def apply_variants(contigs: dict[str, str], variants) -> dict[str, str]:
@@ -684,6 +813,7 @@ def outputs_present(outdir: Path) -> bool:
               outdir / "truth" / "meta.json", outdir / "pairs.tsv", outdir / "samples_trimmed.tsv",
               outdir / "bare" / "genome.fa.gz", outdir / "bare" / "simpleRepeat.txt.gz"]
     needed += [outdir / "truth" / f"{n}.vcf.gz.tbi" for n in ("germline", "somatic", "artifacts")]
+    needed.append(outdir / "truth" / "somatic_sv.tsv")
     try:
         rows = (outdir / "samples.tsv").read_text().splitlines()[1:]
     except OSError:
@@ -711,6 +841,7 @@ def generate(args) -> None:
         rng_for(seed, STREAM_SOMATIC))
     vaf_clonal = args.purity / 2
     vaf_sub = args.purity * args.subclone_fraction / 2
+    svs = make_svs(contigs, germline, somatic + artifacts, preset["svs"], rng_for(seed, STREAM_SV))
 
     truth = outdir / "truth"
     truth.mkdir()
@@ -722,7 +853,9 @@ def generate(args) -> None:
     write_vcf(truth / "artifacts.vcf.gz", vcf_header(contigs, ARTIFACT_HEADER),
               artifact_rows(artifacts, af_art, af_art_n, af_art), fasta, workdir)
 
-    log(t0, f"truth: {len(germline)} germline, {len(somatic)} somatic, {len(artifacts)} artifacts")
+    (truth / "somatic_sv.tsv").write_text("\n".join(sv_rows(svs, vaf_clonal)) + "\n")
+    log(t0, f"truth: {len(germline)} germline, {len(somatic)} somatic, {len(artifacts)} artifacts, "
+            f"{len(svs)} SVs")
     # One simulator run per (sample, haplotype component), two at a time.
     mixes = sample_components(args)
     sim_rng = rng_for(seed, STREAM_SIM)
@@ -733,9 +866,12 @@ def generate(args) -> None:
         for key, fraction in mixes[sample]:
             if key not in hap_fastas:
                 hap_fastas[key] = workdir / f"hap_{key}.fa"
-                write_fasta(hap_fastas[key], apply_variants(
-                    contigs, haplotype_variants(key, germline, genotypes, somatic, clonal,
-                                                artifacts)))
+                carried = haplotype_variants(key, germline, genotypes, somatic, clonal, artifacts)
+                haplotype = apply_variants(contigs, carried)
+                # The SVs are clonal: on the tumor's clonal haplotypes
+                if "clonal" in key.split("+"):
+                    haplotype = apply_svs(haplotype, svs, carried)
+                write_fasta(hap_fastas[key], haplotype)
             jobs.append((sample, key, cov * fraction, int(sim_rng.integers(1, 2**31 - 1))))
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.threads) as pool:
         futures = [pool.submit(simulate, args.simulator, hap_fastas[key],
@@ -785,7 +921,8 @@ def generate(args) -> None:
                     somatic_indel=sum(v.kind == "INDEL" for v in somatic),
                     somatic_clonal=int(clonal.sum()),
                     somatic_subclonal=int((~clonal).sum()),
-                    artifacts=len(artifacts)),
+                    artifacts=len(artifacts),
+                    somatic_sv=dict(Counter(sv.kind for sv in svs))),
         samples_tsv="samples.tsv", pairs_tsv="pairs.tsv", panels_tsv="panels.tsv",
         trimmed_tumor=dict(trimmed_meta, samples_tsv="samples_trimmed.tsv"),
     )

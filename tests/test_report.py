@@ -61,7 +61,7 @@ class RenderedPage(HTMLParser):
 
     def __init__(self):
         super().__init__()
-        self.images, self.frames, self.links, self.probe = [], [], [], None
+        self.images, self.frames, self.links, self.downloads, self.probe = [], [], [], [], None
         self._link_text = None
 
     def handle_starttag(self, tag, attrs):
@@ -72,6 +72,8 @@ class RenderedPage(HTMLParser):
             self.frames.append(attrs.get("src") or "")
         elif tag == "a":
             self._link_text = []
+            if "download" in attrs:  # a result the report offers as a file (text, TSV)
+                self.downloads.append(attrs.get("href") or "")
         elif tag == "body":
             self.probe = attrs.get("data-probe")
 
@@ -143,3 +145,12 @@ def test_report_shows_the_multiqc_report_under_qc(report_html, pipeline_run, tmp
     (name, content), = frames
     assert name == multiqc.name and content == multiqc.read_bytes()
     assert b"MultiQC" in content
+
+
+def test_report_shows_the_filtered_svs(report_html, pipeline_run, tmp_path):
+    page = render(report_html, [{"link": "Structural variants"}, {"link": "tumor", "optional": True}], tmp_path)
+    assert page.probe == "done", page.probe
+    table = pipeline_run / "sv" / "tumor" / "tumor.genomonSV.result.filt.txt"
+    assert b"\tdeletion\t" in table.read_bytes()
+    offered = [data_uri_file(href) for href in page.downloads if href.startswith("data:")]
+    assert (table.name, table.read_bytes()) in offered, [name for name, _ in offered]

@@ -16,6 +16,7 @@ import pytest
 
 from conftest import SCENARIO_DIRS, result_rows as rows_without_meta, run_scenario, run_snakemake
 from test_mutation_workflow import called, result_rows, truth_sites
+from test_sv import planted_svs, score, sv_file, sv_rows
 
 pytestmark = pytest.mark.workflow
 PANEL = ["pon1", "pon2", "pon3"]
@@ -40,6 +41,18 @@ def vcf_samples(path):
         return list(handle.header.samples)
 
 
+def sv_recall(results, testdata, tumor="tumor"):
+    """Recall of the planted SVs in a tumor's filtered SVs (tests/test_sv.py scores them)."""
+    return score(sv_rows(sv_file(results, tumor, ".filt.txt"))[2], planted_svs(testdata))[0]
+
+
+def sv_calls_but_panel_names(results):
+    """The tumor's SV rows without the meta lines and the column naming a panel member."""
+    _, header, rows = sv_rows(sv_file(results, "tumor", ".txt"))
+    return [{key: value for key, value in row.items() if key != "Non-Matched_Control_Sample_With_Max_Junction"}
+            for row in rows]
+
+
 def ran_jobs(results, rule):
     """The jobs of a rule this run ran (one log file each)."""
     return sorted(path.stem for path in (results / "logs" / rule).rglob("*.log"))
@@ -62,6 +75,9 @@ def test_pair_without_panel(pair_run, testdata):
     assert len(artifacts & called(filtered)) >= 3, "without a panel, nothing removes the panel artifacts"
     assert vcf_samples(result(results, "tumor", ".filt.vcf.gz")) == ["tumor", "normal"]
     assert ran_jobs(results, "map_reads") == []
+    # SVs with the matched normal and no panel: nothing merged, the normal's read pairs counted.
+    assert sv_recall(results, testdata) >= 0.7 and ran_jobs(results, "sv_merge_control") == []
+    assert all(row["Num_Control_Ref_Read_Pair"] != "---" for row in sv_rows(sv_file(results, "tumor", ".txt"))[2])
 
 
 @pytest.mark.parametrize("name, panel", [("config-tumor-panel", True), ("config-tumor-only", False)])
@@ -81,6 +97,12 @@ def test_tumor_without_normal(scenario_root, pipeline_run, testdata, name, panel
     records = subprocess.run(["bcftools", "view", "-H", "-f", "PASS", str(result(results, "tumor", ".vcf.gz"))],
                              capture_output=True, text=True, check=True).stdout.splitlines()
     assert len(records) == len(filtered) > 0
+    # SVs of a tumor without a matched normal (GenomonSV filt without control BAM): no control counts.
+    assert sv_recall(results, testdata) >= 0.7
+    _, _, sv_calls = sv_rows(sv_file(results, "tumor", ".txt"))
+    assert {row["Num_Control_Ref_Read_Pair"] for row in sv_calls} == {"---"}
+    assert ran_jobs(results, "sv_merge_control") == (["panel1"] if panel else [])
+    assert vcf_samples(sv_file(results, "tumor", ".filt.vcf.gz")) == ["tumor"]
 
 
 def test_two_pairs_sharing_a_normal_map_it_once(scenario_root, pipeline_run, testdata):
@@ -95,6 +117,10 @@ def test_two_pairs_sharing_a_normal_map_it_once(scenario_root, pipeline_run, tes
     _, second = result_rows(result(results, "pon1", ".filt.txt"))
     planted = {(c, s) for c, s, _, _ in truth_sites(testdata, "somatic")}
     assert not planted & called(second), "pon1 carries none of the tumor's mutations"
+    # SVs of both pairs: pon1, a tumor here and a panel member, is parsed once.
+    assert ran_jobs(results, "sv_parse") == ["pon1", "pon2", "pon3", "tumor"]
+    assert ran_jobs(results, "sv_filt") == ["pon1", "tumor"]
+    assert sv_calls_but_panel_names(results) == sv_calls_but_panel_names(pipeline_run)
 
 
 def test_panel_given_as_bam_files(scenario_root, pipeline_run):
@@ -106,6 +132,9 @@ def test_panel_given_as_bam_files(scenario_root, pipeline_run):
     for suffix in (".txt", ".filt.txt"):
         ours = rows_without_meta(result(results, "tumor", suffix))
         assert len(ours) > 1 and ours == rows_without_meta(result(pipeline_run, "tumor", suffix))
+    # GenomonSV parses the panel's BAMs under their file names; the same SVs as the default's.
+    assert ran_jobs(results, "sv_parse") == ["pon1.markdup", "pon2.markdup", "pon3.markdup", "tumor"]
+    assert sv_calls_but_panel_names(results) == sv_calls_but_panel_names(pipeline_run)
 
 
 
@@ -134,7 +163,8 @@ def test_trimmed_reads_of_any_length_and_other_read_names(scenario_root, pipelin
 
 def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_run, testdata, truth):
     results, run = run_scenario(scenario_root, "config-genomon-sheet", reuse=["tumor", "pon1", "pon2"])
-    assert "[sv_detection]: 1 pair(s) read and checked" in run.stderr
+    # [sv_detection]: the tumor's SVs, with the imported normal and the panel.
+    assert ran_jobs(results, "sv_filt") == ["tumor"] and sv_recall(results, testdata) >= 0.7
     # [bam_import]: the normal's BAM is linked, not mapped; [bam_tofastq]: pon3 is mapped again.
     normal = results / "bam" / "normal" / "normal.markdup.bam"
     assert normal.is_symlink() and normal.resolve() == (pipeline_run / "bam" / "normal" / "normal.markdup.bam").resolve()
@@ -159,4 +189,4 @@ def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_ru
     plan = run_snakemake(scenario_root / "config-genomon-sheet" / "config.yaml", "-n", "--forceall", "--quiet", "rules")
     planned = int(re.search(r"total \(with rule all\) +(\d+)", plan.stderr).group(1))
     counted = int(re.search(r"^total +(\d+)$", plan.stdout + plan.stderr, flags=re.M).group(1))
-    assert planned == counted == 79
+    assert planned == counted == 87  # 79 without the SV stage: 4 parses, 1 merge, filt, sv_utils, VCF

@@ -28,6 +28,8 @@ TIERS = {
     "merge_bam": {"output": "global", "temp": "node_local"},
     "identify_mutations": {"output": "shared_tmp", "temp": "node_local"},
     "merge_mutation": {"output": "global", "temp": "node_local"},
+    "sv_parse": {"output": "global", "temp": "node_local"},
+    "sv_filt": {"output": "global", "temp": "node_local"},
 }
 
 
@@ -82,8 +84,8 @@ def test_tiers_follow_the_config():
 
 def test_table_names_every_stage_rule_and_priority():
     everything = frozenset(unit for _, rules in STAGES for _, unit in rules)
-    table = stage_table(CohortShape(4, 2, 3, 6, 5, staggered=2, imported=1, converted=1, to_build=everything), TIERS,
-                        {"map_reads": 0, "markdup": 10})
+    table = stage_table(CohortShape(4, 2, 3, 6, 5, staggered=2, imported=1, converted=1, to_build=everything,
+                                    sv_samples=5, sv_panels=1, sv_pairs=2), TIERS, {"map_reads": 0, "markdup": 10})
     for stage, rules in STAGES:
         assert re.search(rf"^  {re.escape(stage)} +\d+$", table, flags=re.M), stage
         for rule, unit in rules:
@@ -190,4 +192,5 @@ def test_stage_plan_counts_imported_and_converted_samples_as_snakemake_does(tmp_
     assert (snakemake["bam_to_fastq"], snakemake["import_bam"], snakemake["split_fastq"], snakemake["merge_bam"]) == (2, 1, 4, 4)
     assert (snakemake["bam_stats"], snakemake["coverage"]) == (2, 2)
     assert snakemake["read_pair_integrity"] == snakemake["duplication_metrics"] == 1  # the imported normal has none
-    assert "[sv_detection]: 1 pair(s) read and checked" in result.stderr
+    # [sv_detection]: the tumor's SVs, the panel's members parsed and merged.
+    assert (snakemake["sv_parse"], snakemake["sv_merge_control"], snakemake["sv_filt"]) == (4, 1, 1)

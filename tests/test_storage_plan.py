@@ -2,7 +2,16 @@
 
 import pytest
 
-from genomon_smk.plan.storage_plan import human, over_capacity, parse_size, peaks, sample_uses
+from genomon_smk.plan.storage_plan import (
+    SV_FILT_TEMP_BYTES,
+    SV_PARSE_TEMP_PER_BAM,
+    human,
+    over_capacity,
+    parse_size,
+    peaks,
+    sample_uses,
+    sv_uses,
+)
 
 TIERS = {
     "split_fastq": {"output": "shared_tmp"},
@@ -55,3 +64,12 @@ def test_what_the_set_up_still_builds_counts_on_global_and_its_estimate_fits_a_r
     assert sum(estimate.values()) == pytest.approx(built, rel=0.1)
     uses = setup_uses({"reference_bwa_index": 5 << 30})
     assert peaks(uses, 0)["global"] == 5 << 30 and peaks([], 0)["global"] == 0
+
+
+def test_sv_temporaries_take_the_largest_parse_and_filt_job_on_node_local_and_add_up_elsewhere():
+    tiers = {"sv_parse": {"output": "global", "temp": "node_local"}, "sv_filt": {"output": "global", "temp": "node_local"}}
+    uses = sv_uses([10 << 30, 40 << 30], pairs=2, tiers=tiers)
+    assert [use.rule for use in uses] == ["sv_parse", "sv_parse", "sv_filt", "sv_filt"]
+    assert peaks(uses, 0)["node_local"] == max(40 * (1 << 30) * SV_PARSE_TEMP_PER_BAM, SV_FILT_TEMP_BYTES)
+    moved = dict(tiers, sv_parse={"output": "global", "temp": "shared_tmp"})
+    assert peaks(sv_uses([10 << 30, 40 << 30], 2, moved), 0)["shared_tmp"] == 50 * (1 << 30) * SV_PARSE_TEMP_PER_BAM

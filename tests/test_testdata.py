@@ -396,3 +396,46 @@ def test_wgsim_simulator(tmp_path):
     for sample, cov in meta["coverage"].items():
         unique = meta["read_pairs"][sample] - meta["duplicate_pairs"][sample]
         assert unique * 2 * meta["read_length"] / genome == pytest.approx(cov, rel=0.02)
+
+
+def planted_svs(data: Path) -> list[dict]:
+    lines = (data / "truth" / "somatic_sv.tsv").read_text().splitlines()
+    return [dict(zip(lines[0].split("\t"), line.split("\t"))) for line in lines[1:]]
+
+
+def test_sv_truth_lies_away_from_the_small_variants(data, meta):
+    svs = planted_svs(data)
+    assert Counter(sv["type"] for sv in svs) == {"deletion": 4, "tandem_duplication": 4, "inversion": 4,
+                                                 "translocation": 1}
+    assert meta["counts"]["somatic_sv"] == dict(Counter(sv["type"] for sv in svs))
+    assert {sv["vaf"] for sv in svs} == {"0.4"}
+    small = [(v.chrom, v.pos) for name in ("somatic", "artifacts")
+             for v in pysam.VariantFile(str(data / "truth" / f"{name}.vcf.gz"))]
+    for sv in svs:
+        if sv["type"] == "translocation":
+            assert sv["chrom_1"] != sv["chrom_2"]
+            spans = [(sv["chrom_1"], int(sv["pos_1"]), int(sv["pos_1"])), (sv["chrom_2"], int(sv["pos_2"]), int(sv["pos_2"]))]
+        else:
+            assert sv["chrom_1"] == sv["chrom_2"] and 1000 <= int(sv["length"]) <= 3000
+            spans = [(sv["chrom_1"], int(sv["pos_1"]), int(sv["pos_2"]))]
+        # No somatic or artifact site inside an SV or within a fragment of its breakpoints.
+        assert not [site for site in small for chrom, lo, hi in spans if site[0] == chrom and lo - 500 <= site[1] <= hi + 500]
+
+
+def test_reads_carry_the_svs(data, bams):
+    """Deletions lower the tumor's depth by the clonal VAF (0.4), tandem duplications raise it; the
+    normal's depth stays; each SV's junction has soft-clipped tumor reads at its breakpoint."""
+    def depth(bam, chrom, start, end):
+        return bam.count(chrom, start, end, read_callback="all") / (end - start)
+
+    for sv in planted_svs(data):
+        chrom, lo, hi = sv["chrom_1"], int(sv["pos_1"]), int(sv["pos_2"])
+        if sv["type"] in ("deletion", "tandem_duplication"):
+            ratios = {sample: depth(bams[sample], chrom, lo + 300, hi - 300)
+                      / depth(bams[sample], chrom, max(0, lo - 1300), lo - 300) for sample in ("tumor", "normal")}
+            expected = 0.6 if sv["type"] == "deletion" else 1.4
+            assert ratios["tumor"] == pytest.approx(expected, abs=0.2), (sv, ratios)
+            assert ratios["normal"] == pytest.approx(1.0, abs=0.2), (sv, ratios)
+        clipped = [read for read in bams["tumor"].fetch(chrom, lo - 5, lo + 5)
+                   if read.cigartuples and any(op == 4 and length >= 15 for op, length in read.cigartuples)]
+        assert len(clipped) >= 3, sv

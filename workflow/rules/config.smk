@@ -31,7 +31,8 @@ SCHEMAS = Path(workflow.basedir) / "schemas"
 
 # The project's Python steps run with the interpreter that runs Snakemake (the .venv), whatever
 # the shell's PATH holds; with --sdm conda, with the rule env's python and this checkout's package.
-if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+if CONDA:
     PYTHON = f"env PYTHONPATH={shlex.quote(str(Path(workflow.basedir).parent / 'src'))} python"
 else:
     PYTHON = shlex.quote(sys.executable)
@@ -146,13 +147,72 @@ IMPORTED_BAMS = COHORT.imported
 QC_SAMPLES = COHORT.qc_samples if COHORT.qc_samples is not None else SAMPLES
 MAPPED_QC_SAMPLES = [sample for sample in QC_SAMPLES if sample in MAPPED_SAMPLES]
 PAIRS = {pair.tumor: pair for pair in COHORT.pairs}
-if COHORT.sv_pairs and workflow.is_main_process:
-    print(
-        f"[sv_detection]: {len(COHORT.sv_pairs)} pair(s) read and checked; this version of "
-        "genomon-smk has no SV stage yet, so they get no SV results (mutation calling follows "
-        "[mutation_call] as usual)",
-        file=sys.stderr,
+
+
+def sv_pairs():
+    """The pairs whose SVs are detected: a Genomon sheet's [sv_detection] rows (none without the
+    section, as in Genomon); else the pairs table's, all or config sv_detection.tumors.
+    """
+    chosen = config["sv_detection"]["tumors"]
+    if "genomon_sample_sheet" in config:
+        if chosen is not None:
+            raise WorkflowError(
+                "config sv_detection.tumors: with genomon_sample_sheet, its [sv_detection] "
+                "section selects the pairs; leave sv_detection.tumors out"
+            )
+        return {pair.tumor: pair for pair in COHORT.sv_pairs}
+    unknown = sorted(set(chosen or []) - set(PAIRS))
+    if unknown:
+        raise WorkflowError(
+            f"config sv_detection.tumors: {', '.join(unknown)} not a tumor of the pairs table"
+        )
+    return {
+        tumor: pair
+        for tumor, pair in PAIRS.items()
+        if chosen is None or tumor in chosen
+    }
+
+
+SV_PAIRS = sv_pairs()
+
+
+def sv_name(member):
+    """The name a sample or a panel's BAM path is parsed under in sv/ (a BAM: its file name
+    without .bam)."""
+    return (
+        os.path.basename(member).removesuffix(".bam")
+        if member.endswith(".bam")
+        else member
     )
+
+
+def sv_parsed():
+    """What GenomonSV parse reads, once each however many pairs use it: name -> the cohort's
+    sample of that name, or a panel's BAM path. Tumors and panel members: filt reads a matched
+    normal's BAM itself (Genomon parses every normal too, and never reads that parse).
+    """
+    parsed = {}
+    for pair in SV_PAIRS.values():
+        parsed[pair.tumor] = pair.tumor
+        for member in COHORT.panels.get(pair.panel, []):
+            name = sv_name(member)
+            if parsed.setdefault(name, member) != member or (
+                name != member and name in SAMPLES
+            ):
+                raise WorkflowError(
+                    f"SV detection: panel BAM {member} would share the name '{name}' with another "
+                    "sample or panel BAM in sv/; rename one of them"
+                )
+    return parsed
+
+
+SV_PARSED = sv_parsed()
+# The panels of the SV pairs, each a list of the names its members are parsed under.
+SV_PANELS = {
+    pair.panel: [sv_name(member) for member in COHORT.panels[pair.panel]]
+    for pair in SV_PAIRS.values()
+    if pair.panel
+}
 REGION_NAMES = [region.name for region in REGIONS]
 # Reads without a position carry no mutations: the mutation stage skips the unmapped region
 # (and cuts the regions of a small genome finer, regions.min_mutation_regions).

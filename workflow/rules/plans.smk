@@ -6,6 +6,8 @@ from genomon_smk.plan import panel_power
 from genomon_smk.plan.samplesheet import imported_name_warnings
 from genomon_smk.plan.stage_plan import CohortShape, stage_table, stagger_delays
 from genomon_smk.plan.storage_plan import (
+    BAM_PER_FASTQ,
+    FASTQ_PER_GZ,
     conversion_uses,
     file_bytes,
     over_capacity,
@@ -14,6 +16,7 @@ from genomon_smk.plan.storage_plan import (
     plan_table,
     sample_uses,
     setup_uses,
+    sv_uses,
 )
 from genomon_smk.plan.resources import estimated_build_bytes
 
@@ -34,6 +37,19 @@ def setup_sizes():
 SETUP_SIZES = setup_sizes()
 
 
+def sv_bam_bytes(member):
+    """The size of a BAM GenomonSV parse reads: a panel's BAM path or an imported BAM as it is,
+    a mapped sample's as its reads estimate it."""
+    if member.endswith(".bam"):
+        return file_bytes([member])
+    if member in IMPORTED_BAMS:
+        return file_bytes([IMPORTED_BAMS[member]])
+    reads = COHORT.bam_sources.get(member) or [
+        path for lane in COHORT.lanes[member] for path in (lane.fq1, lane.fq2)
+    ]
+    return file_bytes(reads) * FASTQ_PER_GZ * BAM_PER_FASTQ
+
+
 def storage_plan():
     """Print the storage plan (main process only) and refuse one that exceeds a tier's capacity."""
     capacity = {
@@ -51,6 +67,9 @@ def storage_plan():
         )
         if sample in COHORT.bam_sources:
             uses += conversion_uses(file_bytes(reads), RULE_TIERS)
+    uses += sv_uses(
+        [sv_bam_bytes(SV_PARSED[name]) for name in SV_PARSED], len(SV_PAIRS), RULE_TIERS
+    )
     # The reference's copy on the cache tier: its files, or what they will be once built.
     reference_bytes = file_bytes(reference_files(REFERENCE))
     if REFERENCE_PLAN.built and SETUP_SIZES:
@@ -93,6 +112,9 @@ if workflow.is_main_process:
                 qc_samples=len(QC_SAMPLES),
                 mapped_qc_samples=len(MAPPED_QC_SAMPLES),
                 to_build=frozenset(FACTS[rule_name].per for rule_name in SETUP_SIZES),
+                sv_samples=len(SV_PARSED),
+                sv_panels=len(SV_PANELS),
+                sv_pairs=len(SV_PAIRS),
             ),
             RULE_TIERS,
             config["priorities"],

@@ -53,6 +53,12 @@ RULES: tuple[Rule, ...] = (
          ("output", "temp"), mem_mb=5300, runtime=180),
     Rule("merge_mutation", "merge mutation", "pair", 30, "merge_mutation", ("output", "temp")),
     Rule("mutation_summary", "merge mutation", "pair"),
+    # GenomonSV parse reads a whole BAM in one process (hours on a 100 GB WGS BAM).
+    Rule("sv_parse", "sv detection", "sv sample", 20, "sv_parse", ("output", "temp"), runtime=720),
+    Rule("sv_merge_control", "sv detection", "sv panel"),
+    Rule("sv_filt", "sv detection", "sv pair", 30, "sv_filt", ("output", "temp"), runtime=240),
+    Rule("sv_utils_filter", "sv detection", "sv pair"),
+    Rule("sv_vcf", "sv detection", "sv pair"),
     Rule("bam_stats", "qc", "qc sample"),
     Rule("read_pair_integrity", "qc", "mapped qc sample"),
     Rule("coverage", "qc", "qc sample"),

@@ -75,7 +75,7 @@ class Cohort:
     qc_where: dict[str, Where] = field(default_factory=dict)
     # Where a Genomon sheet's [controlpanel] row defined each panel, for messages.
     panel_where: dict[str, Where] = field(default_factory=dict)
-    # Genomon's [sv_detection]: read and checked; this version has no SV stage yet.
+    # Genomon's [sv_detection]: the pairs whose SVs are detected.
     sv_pairs: list[Pair] = field(default_factory=list)
 
     @property

@@ -1,9 +1,9 @@
 """The stage plan: the workflow's jobs grouped into Genomon's stages, counted from the config.
 
 A Genomon user thinks of a run as split files -> map -> markdup -> merge bam -> identify
-mutations -> merge mutation -> qc, with so many jobs of each. This module knows which rules make
-up each stage and how many jobs each rule has (one per sample, per sample and chunk, per pair and
-region, ...), so the count of a cohort of any size follows from a few numbers, without building
+mutations -> merge mutation, sv detection -> qc, with so many jobs of each. This module knows
+which rules make up each stage and how many jobs each rule has (one per sample, per sample and
+chunk, per pair and region, ...), so the count of a cohort of any size follows from a few numbers, without building
 Snakemake's DAG. The workflow prints the table when it is parsed (after the storage plan), and
 the benchmark of cohort-scale dry runs uses the counts to predict the size of a DAG.
 """
@@ -38,9 +38,9 @@ class CohortShape:
     the samples whose split waits for a staggered start, Genomon's [bam_import] samples, the
     BAMs of its [bam_tofastq] samples (those samples are counted in `samples`: they are mapped),
     the samples whose QC runs (None: all; mapped ones: those with read-pair and duplicate
-    checks), and what the set-up rules still have to build into resources_dir (their `per`
+    checks), what the set-up rules still have to build into resources_dir (their `per`
     units, e.g. "bwa index to build": one job each; nothing when the reference is used in place
-    or was built by an earlier run)."""
+    or was built by an earlier run), and what the SV stage parses, merges and filters."""
 
     samples: int
     pairs: int
@@ -53,6 +53,10 @@ class CohortShape:
     qc_samples: int | None = None
     mapped_qc_samples: int | None = None
     to_build: frozenset[str] = frozenset()
+    # SV detection: the samples and panel BAMs GenomonSV parses, the panels it merges, the pairs.
+    sv_samples: int = 0
+    sv_panels: int = 0
+    sv_pairs: int = 0
 
     def per(self, unit: str) -> int:
         """How many jobs a rule with one job per `unit` has in this cohort."""
@@ -72,6 +76,9 @@ class CohortShape:
             "sample x region": self.samples * self.regions,
             "pair": self.pairs,
             "pair x mutation region": self.pairs * self.mutation_regions,
+            "sv sample": self.sv_samples,
+            "sv panel": self.sv_panels,
+            "sv pair": self.sv_pairs,
         }[unit]
 
 

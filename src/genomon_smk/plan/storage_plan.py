@@ -19,6 +19,10 @@ BAM_PER_FASTQ = 0.35  # paper: markdup BAM 95 GiB from 272 GiB of FASTQ
 PIECE_PER_BAM = 1.45  # sorted region pieces at compression level 1 (bench preset: 152 / 104 MB)
 SORT_TEMP_PER_BAM = 1.0  # sort temporaries about the size of their input
 MERGED_PER_BAM = 4.3  # markdup's merged input, uncompressed (bench preset: 443 / 104 MB)
+# GenomonSV parse's sort files: 1.5% of the tumor's BAM on the .test data (junction and improper
+# reads only); filt's annotation tables (annot_utils' hg19 genes and exons) 48 MiB, whatever the BAM.
+SV_PARSE_TEMP_PER_BAM = 0.02
+SV_FILT_TEMP_BYTES = 64 << 20
 
 UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
@@ -81,6 +85,13 @@ def setup_uses(to_build: dict[str, float]) -> list[Use]:
     """The files the set-up rules still have to build ({rule: bytes}), in resources_dir: on the
     global file system, counted with the global tier."""
     return [Use(rule, "output", "global", size) for rule, size in to_build.items()]
+
+
+def sv_uses(parsed_bam_bytes: list[int], pairs: int, tiers: dict) -> list[Use]:
+    """The estimated temporaries of the SV stage: GenomonSV parse's per parsed BAM, filt's per pair."""
+    uses = [Use("sv_parse", "temp", tiers["sv_parse"]["temp"], size * SV_PARSE_TEMP_PER_BAM, per_job=True)
+            for size in parsed_bam_bytes]
+    return uses + [Use("sv_filt", "temp", tiers["sv_filt"]["temp"], SV_FILT_TEMP_BYTES, per_job=True)] * pairs
 
 
 def peaks(uses: list[Use], reference_bytes: int) -> dict[str, float]:

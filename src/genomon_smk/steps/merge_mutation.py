@@ -200,6 +200,16 @@ def write_vcf(result_path: str, fasta_path: str, vcf_path: str, tumor: str, norm
     return len(records)
 
 
+def add_vcf_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of a `vcf` command: a result, the reference, the VCF to write, the samples."""
+    parser.add_argument("--result", required=True)
+    parser.add_argument("--reference", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--tumor", required=True)
+    parser.add_argument("--normal")
+    return parser
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Merge Genomon mutation results of one pair.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -209,12 +219,7 @@ def main(argv=None) -> int:
     result.add_argument("--panel", action="store_true", help="with the EBFilter column")
     result.add_argument("--version-of", nargs="*", default=[], help="tool commands whose --version goes into the meta line")
     result.add_argument("--regions-file", required=True, help="per-region result files, one per line, in order")
-    vcf = commands.add_parser("vcf", help="filtered result -> bgzipped, indexed VCF")
-    vcf.add_argument("--result", required=True)
-    vcf.add_argument("--reference", required=True)
-    vcf.add_argument("--out", required=True)
-    vcf.add_argument("--tumor", required=True)
-    vcf.add_argument("--normal")
+    vcf = add_vcf_arguments(commands.add_parser("vcf", help="filtered result -> bgzipped, indexed VCF"))
     vcf.add_argument("--filter-params", metavar="OPTIONS",
                      help="mutil filter options (one string): FILTER names the thresholds each call fails")
     args = parser.parse_args(argv)

@@ -49,8 +49,8 @@ STAGE_OF_RULE = {rule.name: rule.stage for rule in RULES}
 STAGE_COLOURS = dict(
     zip(
         (*STAGES, "other"),
-        ("#8cd17d", "#9c755f", "#ff9da7", "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#edc948", "#76b7b2",
-         "#bab0ac"),
+        ("#d4a6c8", "#9c755f", "#ff9da7", "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#edc948",
+         "#8cd17d", "#76b7b2", "#bab0ac"),
         strict=True,
     )
 )

@@ -19,6 +19,7 @@ from genomon_smk.plan.resources import (
     plan_reference,
     plan_simple_repeat,
     simple_repeat_problems,
+    simple_repeat_table_problems,
     stem,
 )
 from genomon_smk.plan.rules import FACTS, SETUP_STAGE
@@ -101,6 +102,32 @@ def test_a_simple_repeat_table_that_is_neither_ucsc_nor_indexed_is_refused(testd
     cut.write_text("chr1\t10\t40\ttrf\n")
     assert "neither a tabix-indexed database" in simple_repeat_problems(str(cut))[0]
     assert "file not found" in simple_repeat_problems(str(tmp_path / "nope.txt.gz"))[0]
+
+
+def test_a_table_to_build_with_a_bad_row_or_another_builds_contigs_is_refused(testdata, tmp_path):
+    table = ucsc_table(testdata)
+    contigs = read_fai(str(testdata / "ref" / "genome.fa.fai"))
+    good = tmp_path / "good.txt"
+    good.write_text("".join("\t".join(row) + "\n" for row in table))
+    assert simple_repeat_table_problems(str(good), contigs) == []
+    # UCSC names chr1 where the reference says 1: mutfilter simplerepeat looks up chr + name.
+    assert simple_repeat_table_problems(str(good), [(c.removeprefix("chr"), n) for c, n in contigs]) == []
+    renamed = tmp_path / "hg38.txt"
+    renamed.write_text("".join("\t".join([row[0], "chrUn_" + row[1], *row[2:]]) + "\n" for row in table))
+    [problem] = simple_repeat_table_problems(str(renamed), contigs)
+    assert "none of the contigs" in problem and "chrUn_chr1" in problem
+    for broken, message in (((2, "abc"), "whole numbers"), ((2, "999999"), "is after chromEnd")):
+        rows = [list(row) for row in table]
+        rows[4][broken[0]] = broken[1]
+        bad = tmp_path / "bad.txt"
+        bad.write_text("".join("\t".join(row) + "\n" for row in rows))
+        [problem] = simple_repeat_table_problems(str(bad), contigs)
+        assert f"{bad}:5: " in problem and message in problem, problem
+        out = tmp_path / "db" / "simpleRepeat.bed.gz"
+        out.parent.mkdir(exist_ok=True)
+        with pytest.raises(ValueError, match=message):
+            build_simple_repeat_db(str(bad), str(out))
+        assert list(out.parent.iterdir()) == []  # no partial files left
 
 
 # --- the set-up steps

@@ -20,6 +20,7 @@ from genomon_smk.plan.resources import (
     reference_contigs,
     setup_outputs,
     simple_repeat_problems,
+    simple_repeat_table_problems,
 )
 from genomon_smk.plan.rules import FACTS, PRIORITIES
 from genomon_smk.plan.samplesheet import InputError, load_cohort, load_schema
@@ -114,6 +115,16 @@ try:
     if problems:
         raise InputError("\n".join(problems))
     CONTIGS = reference_contigs(REFERENCE_PLAN)
+    # A table still to be built is read whole once: a bad row or another build's contig names
+    # would fail its set-up job or leave every simple-repeat column empty.
+    if (
+        SIMPLE_REPEAT
+        and SIMPLE_REPEAT.built
+        and not all(map(os.path.exists, SIMPLE_REPEAT.files))
+    ):
+        problems = simple_repeat_table_problems(SIMPLE_REPEAT.source, CONTIGS)
+        if problems:
+            raise InputError("\n".join(problems))
     COHORT = load_cohort(
         str(SCHEMAS),
         samples=config_path(config["samples"]) if "samples" in config else None,

@@ -222,3 +222,48 @@ def simple_repeat_problems(source: str) -> list[str]:
         f"simpleRepeat table (its first row has {len(fields)} tab-separated fields, a UCSC row "
         f"{UCSC_SIMPLE_REPEAT_FIELDS}: bin, chrom, chromStart, chromEnd, ..., sequence)"
     ]
+
+
+def ucsc_row_problem(fields: list[str], where: str) -> str | None:
+    """What is wrong with one row of a UCSC simpleRepeat table (`where`: file:line), or None."""
+    if len(fields) != UCSC_SIMPLE_REPEAT_FIELDS:
+        return f"{where}: {len(fields)} tab-separated fields, a UCSC simpleRepeat row has {UCSC_SIMPLE_REPEAT_FIELDS}"
+    start, end = fields[2], fields[3]
+    if not (start.isdigit() and end.isdigit()):
+        return f"{where}: chromStart and chromEnd must be whole numbers, not {start!r} and {end!r}"
+    if int(start) > int(end):
+        return f"{where}: chromStart {start} is after chromEnd {end}"
+    return None
+
+
+def ucsc_rows(source: str) -> list[list[str]]:
+    """The table's rows (bin column included), each checked; ValueError names the first bad line."""
+    rows = []
+    with open_maybe_gzipped(source) as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip() or line.startswith(b"#"):
+                continue
+            fields = line.decode(errors="replace").rstrip("\r\n").split("\t")
+            problem = ucsc_row_problem(fields, f"{source}:{number}")
+            if problem:
+                raise ValueError(problem)
+            rows.append(fields)
+    return rows
+
+
+def simple_repeat_table_problems(source: str, contigs: list[tuple[str, int]]) -> list[str]:
+    """Problems of a whole UCSC table about to be built: a bad row, or contig names of which
+    none is a reference contig as mutfilter simplerepeat looks them up (`chr` + name, or the
+    name): every simple-repeat column would be `---`."""
+    try:
+        rows = ucsc_rows(source)
+    except ValueError as error:
+        return [f"simple_repeat_db: {error}"]
+    names = {row[1] for row in rows}
+    if any(candidate in names for contig, _ in contigs for candidate in (f"chr{contig}", contig)):
+        return []
+    return [
+        f"simple_repeat_db: none of the contigs of {source} ({', '.join(sorted(names)[:5]) or 'no rows'}"
+        f"{', ...' if len(names) > 5 else ''}) is a reference contig ({', '.join(c for c, _ in contigs[:5])}"
+        f"{', ...' if len(contigs) > 5 else ''}): is it the table of another genome build?"
+    ]

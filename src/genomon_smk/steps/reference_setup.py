@@ -15,7 +15,7 @@ import sys
 
 import pysam
 
-from genomon_smk.plan.resources import UCSC_SIMPLE_REPEAT_FIELDS, open_maybe_gzipped
+from genomon_smk.plan.resources import open_maybe_gzipped, ucsc_rows
 
 BLOCK = 1 << 22
 
@@ -36,33 +36,23 @@ def concatenate_fasta(sources: list[str], out: str) -> None:
     os.replace(partial, out)
 
 
-def ucsc_rows(source: str) -> list[list[str]]:
-    """The table's rows without the bin column, sorted by contig name and position (as
-    `cut -f2- | sort -k1,1 -k2,2n -k3,3n` would, for tabix)."""
-    rows = []
-    with open_maybe_gzipped(source) as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip() or line.startswith(b"#"):
-                continue
-            fields = line.decode().rstrip("\r\n").split("\t")
-            if len(fields) != UCSC_SIMPLE_REPEAT_FIELDS:
-                raise ValueError(f"{source}:{number}: {len(fields)} fields, a UCSC simpleRepeat row has "
-                                 f"{UCSC_SIMPLE_REPEAT_FIELDS}")
-            rows.append(fields[1:])
-    rows.sort(key=lambda row: (row[0], int(row[1]), int(row[2])))
-    return rows
-
-
 def build_simple_repeat_db(source: str, out: str) -> int:
-    """Write the database and its .tbi (BED coordinates: chromStart is 0-based); the rows written."""
-    rows = ucsc_rows(source)
+    """Write the database and its .tbi (the bin column cut, rows sorted by contig name and
+    position as `sort -k1,1 -k2,2n -k3,3n` would, for tabix; BED coordinates: chromStart is
+    0-based); the rows written."""
+    rows = sorted((fields[1:] for fields in ucsc_rows(source)), key=lambda row: (row[0], int(row[1]), int(row[2])))
     plain = out + ".partial.bed"
-    with open(plain, "w") as handle:
-        handle.writelines("\t".join(row) + "\n" for row in rows)
-    # tabix_index bgzips plain to plain.gz and indexes it (plain.gz.tbi), removing plain.
-    zipped = pysam.tabix_index(plain, preset="bed", force=True)
-    os.replace(zipped + ".tbi", out + ".tbi")
-    os.replace(zipped, out)
+    try:
+        with open(plain, "w") as handle:
+            handle.writelines("\t".join(row) + "\n" for row in rows)
+        # tabix_index bgzips plain to plain.gz and indexes it (plain.gz.tbi), removing plain.
+        zipped = pysam.tabix_index(plain, preset="bed", force=True)
+        os.replace(zipped + ".tbi", out + ".tbi")
+        os.replace(zipped, out)
+    finally:
+        for leftover in (plain, plain + ".gz", plain + ".gz.tbi"):
+            if os.path.exists(leftover):
+                os.remove(leftover)
     return len(rows)
 
 
@@ -81,7 +71,10 @@ def main(argv=None) -> int:
         concatenate_fasta(args.sources, args.out)
         print(f"reference_setup: {len(args.sources)} FASTA(s) -> {args.out}", file=sys.stderr)
     else:
-        rows = build_simple_repeat_db(args.source, args.out)
+        try:
+            rows = build_simple_repeat_db(args.source, args.out)
+        except ValueError as error:
+            sys.exit(f"reference_setup: {error}")
         print(f"reference_setup: {rows} simple repeats -> {args.out}", file=sys.stderr)
     return 0
 

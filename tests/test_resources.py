@@ -52,7 +52,7 @@ def split_reference(testdata, directory):
     records = fasta_records(testdata / "ref" / "genome.fa")
     directory.mkdir(parents=True, exist_ok=True)
     write_records(directory / "genome.fa", records[:2])
-    genome = pysam.tabix_compress(str(directory / "genome.fa"), str(directory / "genome.fa.bgz"), force=True)
+    pysam.tabix_compress(str(directory / "genome.fa"), str(directory / "genome.fa.bgz"), force=True)
     (directory / "genome.fa").unlink()
     write_records(directory / "decoy.fa", records[2:], trailing_newline=False)
     return [str(directory / "genome.fa.bgz"), str(directory / "decoy.fa")]

@@ -5,12 +5,13 @@ reused by every run that names the same files, and rebuilt when one changes."""
 import gzip
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pysam
 import pytest
 
-from conftest import RUN_DIR, run_snakemake, scenario_variant, write_config
+from conftest import RUN_DIR, SNAKEMAKE, run_snakemake, scenario_variant, write_config
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, bwa_contigs, reference_files
 from genomon_smk.plan.regions import read_fai
 from genomon_smk.plan.resources import (
@@ -204,6 +205,28 @@ def test_a_list_of_fastas_is_built_once_reused_by_another_output_dir_and_rebuilt
     assert stages[SETUP_STAGE] == 3 and rules["reference_bwa_index"] == 1
     run_snakemake(second, "setup")
     assert len(list((resources / "reference").iterdir())) == 2 and fasta.exists()
+
+
+@pytest.mark.workflow
+def test_two_projects_setting_up_the_same_build_at_once_both_succeed(testdata, tmp_path):
+    """The second run's set-up jobs wait for the first's (a lock in the build directory) and find
+    the files built, instead of writing the same partial files and deleting the other's."""
+    resources = tmp_path / "shared-resources"
+    sources = split_reference(testdata, tmp_path / "downloads")
+    runs = []
+    for name in ("one", "two"):
+        config = write_config(tmp_path / name, testdata, reference=sources, resources_dir=str(resources),
+                              output_dir=str(tmp_path / name / "results"))
+        runs.append(subprocess.Popen([SNAKEMAKE, "--profile", "profiles/local", "--configfile", str(config),
+                                      "--cores", "2", "--directory", str(tmp_path / name), "setup"], cwd=RUN_DIR, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True))
+    outputs = [run.communicate(timeout=600)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], "\n".join(output[-3000:] for output in outputs)
+    [built] = list((resources / "reference").iterdir())
+    fasta = built / "genome.fa"
+    assert fasta.read_bytes() == (testdata / "ref" / "genome.fa").read_bytes()
+    assert read_fai(f"{fasta}.fai") == bwa_contigs(f"{fasta}.ann") == read_fai(str(testdata / "ref" / "genome.fa.fai"))
+    assert not [p.name for p in built.iterdir() if ".partial" in p.name]
 
 
 @pytest.mark.workflow

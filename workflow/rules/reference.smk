@@ -11,6 +11,9 @@ that share one resources_dir start).
 
 # Each build is named by its directory (<name>-<key>) in logs and benchmarks.
 REFERENCE_BUILD = os.path.basename(os.path.dirname(REFERENCE))
+# Runs of other projects may build the same directory at the same moment: one builds, the
+# others wait and find it built.
+BUILD_ONCE = f"source {shlex.quote(workflow.basedir + '/scripts/build-once.sh')}"
 
 if REFERENCE_PLAN.built:
 
@@ -29,9 +32,11 @@ if REFERENCE_PLAN.built:
             **FACTS["reference_fasta"].resources,
         params:
             python=PYTHON,
+            build_once=BUILD_ONCE,
         shell:
-            "{params.python} -m genomon_smk.steps.reference_setup fasta --out {output.fasta:q}"
-            " {input.sources:q} > {log:q} 2>&1"
+            "{params.build_once} {output:q} > {log:q} 2>&1"
+            " && {params.python} -m genomon_smk.steps.reference_setup fasta --out {output.fasta:q}"
+            " {input.sources:q} >> {log:q} 2>&1"
 
     rule reference_fai:
         input:
@@ -46,9 +51,12 @@ if REFERENCE_PLAN.built:
             "../../envs/python.yaml"
         resources:
             **FACTS["reference_fai"].resources,
+        params:
+            build_once=BUILD_ONCE,
         shell:
             # Renamed when whole: resources/ may be read by runs that did not see this job fail.
-            "samtools faidx --fai-idx {output.fai:q}.partial {input.fasta:q} > {log:q} 2>&1"
+            "{params.build_once} {output:q} > {log:q} 2>&1"
+            " && samtools faidx --fai-idx {output.fai:q}.partial {input.fasta:q} >> {log:q} 2>&1"
             " && mv {output.fai:q}.partial {output.fai:q}"
 
     rule reference_bwa_index:
@@ -66,9 +74,11 @@ if REFERENCE_PLAN.built:
             **FACTS["reference_bwa_index"].resources,
         params:
             suffixes=" ".join(BWA_INDEX_SUFFIXES),
+            build_once=BUILD_ONCE,
         shell:
             """
-            bwa index -p {input.fasta:q}.partial {input.fasta:q} >{log:q} 2>&1
+            {params.build_once} {output:q} >{log:q} 2>&1
+            bwa index -p {input.fasta:q}.partial {input.fasta:q} >>{log:q} 2>&1
             for suffix in {params.suffixes}; do mv {input.fasta:q}.partial$suffix {input.fasta:q}$suffix; done
             """
 
@@ -97,9 +107,11 @@ if SIMPLE_REPEAT and SIMPLE_REPEAT.built:
             **FACTS["simple_repeat_db"].resources,
         params:
             python=PYTHON,
+            build_once=BUILD_ONCE,
         shell:
-            "{params.python} -m genomon_smk.steps.reference_setup simple-repeat --out {output.db:q}"
-            " {input.table:q} > {log:q} 2>&1"
+            "{params.build_once} {output:q} > {log:q} 2>&1"
+            " && {params.python} -m genomon_smk.steps.reference_setup simple-repeat --out {output.db:q}"
+            " {input.table:q} >> {log:q} 2>&1"
 
 
 localrules:

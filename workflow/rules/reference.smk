@@ -13,7 +13,8 @@ that share one resources_dir start).
 REFERENCE_BUILD = os.path.basename(os.path.dirname(REFERENCE))
 # Runs of other projects may build the same directory at the same moment: one builds, the
 # others wait and find it built.
-BUILD_ONCE = f"source {shlex.quote(workflow.basedir + '/scripts/build-once.sh')}"
+BUILD_ONCE_SCRIPT = f"{workflow.basedir}/scripts/build-once.sh"
+BUILD_ONCE = f"source {shlex.quote(BUILD_ONCE_SCRIPT)}"
 
 if REFERENCE_PLAN.built:
 

@@ -793,7 +793,8 @@ def signature(args) -> dict:
                 artifact_normal_fraction=args.artifact_normal_fraction, dup_rate=args.dup_rate)
 
 
-OUTPUTS = ("ref", "bare", "fastq", "truth", ".work", "samples.tsv", "pairs.tsv", "panels.tsv")
+OUTPUTS = ("ref", "bare", "fastq", "fastq_trimmed", "truth", ".work", "samples.tsv", "samples_trimmed.tsv", "pairs.tsv",
+           "panels.tsv")
 
 
 def clear_outputs(outdir: Path) -> None:

@@ -37,6 +37,14 @@ def setup_sizes():
 SETUP_SIZES = setup_sizes()
 
 
+def sample_reads(sample):
+    """A mapped sample's read files: its FASTQ lanes, or a [bam_tofastq] sample's BAMs (its
+    FASTQ do not exist yet; the BAMs are about their size)."""
+    return COHORT.bam_sources.get(sample) or [
+        path for lane in COHORT.lanes[sample] for path in (lane.fq1, lane.fq2)
+    ]
+
+
 def sv_bam_bytes(member):
     """The size of a BAM GenomonSV parse reads: a panel's BAM path or an imported BAM as it is,
     a mapped sample's as its reads estimate it."""
@@ -44,10 +52,7 @@ def sv_bam_bytes(member):
         return file_bytes([member])
     if member in IMPORTED_BAMS:
         return file_bytes([IMPORTED_BAMS[member]])
-    reads = COHORT.bam_sources.get(member) or [
-        path for lane in COHORT.lanes[member] for path in (lane.fq1, lane.fq2)
-    ]
-    return file_bytes(reads) * FASTQ_PER_GZ * BAM_PER_FASTQ
+    return file_bytes(sample_reads(member)) * FASTQ_PER_GZ * BAM_PER_FASTQ
 
 
 def storage_plan():
@@ -58,10 +63,7 @@ def storage_plan():
     }
     uses = setup_uses(SETUP_SIZES)
     for sample in MAPPED_SAMPLES:
-        # A [bam_tofastq] sample's FASTQ do not exist yet: its BAMs are about their size.
-        reads = COHORT.bam_sources.get(sample) or [
-            path for lane in COHORT.lanes[sample] for path in (lane.fq1, lane.fq2)
-        ]
+        reads = sample_reads(sample)
         uses += sample_uses(
             file_bytes(reads), len(CHUNKS), len(REGION_NAMES), RULE_TIERS
         )

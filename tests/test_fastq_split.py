@@ -119,6 +119,17 @@ def test_truncated_gzip_is_refused(tmp_path):
         split_sample([(r1, r2)], chunk_paths(tmp_path, 2))
 
 
+def test_corrupt_gzip_is_refused(tmp_path):
+    r1, r2 = write_pair(tmp_path, "c", fastq_records(2000))
+    data = bytearray(open(r1, "rb").read())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(64)  # deflate data destroyed, length and trailer kept
+    with open(r1, "wb") as handle:
+        handle.write(data)
+    with pytest.raises(FastqError, match="truncated or corrupt gzip"):
+        split_sample([(r1, r2)], chunk_paths(tmp_path, 2))
+
+
 def test_cli_writes_chunks_and_counts_and_reports_errors(tmp_path, capsys):
     r1, r2 = write_pair(tmp_path, "s", fastq_records(6))
     counts = tmp_path / "counts.json"

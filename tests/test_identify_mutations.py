@@ -90,3 +90,21 @@ def test_an_empty_panel_argument_means_no_panel():
     chain = driver.Chain(tumor="t", reference="r", region_file="x", work="w", tools={"fisher": ["f"],
                          "mutfilter": ["m"], "EBFilter": ["e"]}, panel=())
     assert [command[0] for command in driver.commands(chain)] == ["f", "m"]
+
+
+def test_own_tools_run_in_this_process_and_upstream_ones_as_commands(tmp_path, capsys):
+    own = [sys.executable, "-m", "genomon_smk.tools.mutfilter", "simplerepeat", "-t", "in.txt", "-S", "db.gz"]
+    main, argv = driver.own_tool(own)
+    assert main.__module__ == "genomon_smk.tools.mutfilter.cli" and argv == own[3:]
+    in_conda = ["env", "PYTHONPATH=src", "python", "-m", "genomon_smk.tools.ebfilter", "-f", "anno"]
+    assert driver.own_tool(in_conda)[0].__module__ == "genomon_smk.tools.ebfilter"
+    assert driver.own_tool(["/opt/genomon/bin/mutfilter", "simplerepeat", "-m", "x"]) is None
+    # A failing tool fails as its command would, with its message in the job's log.
+    missing = tmp_path / "missing.txt"
+    with pytest.raises(subprocess.CalledProcessError) as failure:
+        driver.execute([*own[:4], "-t", str(missing), "-S", str(tmp_path / "db.gz"), "-o", str(tmp_path / "out.txt")])
+    assert failure.value.returncode == 1 and str(missing) in capsys.readouterr().err
+    with pytest.raises(subprocess.CalledProcessError) as failure:
+        driver.execute([sys.executable, "-m", "genomon_smk.tools.ebfilter", "-f", "anno", str(missing), "t.bam",
+                        "list.txt", "out.txt"])
+    assert failure.value.returncode == 1 and "no such target file" in capsys.readouterr().err

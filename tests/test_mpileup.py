@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import random
 import subprocess
 
@@ -136,3 +137,49 @@ def test_an_error_line_fails_the_pileup_although_samtools_exits_0():
     assert "Failed to retrieve block" in raised.value.stderr
     with stream_mpileup(["sh", "-c", "echo ok; echo '[W::hts_idx_load3] The index file is older' >&2"]) as lines:
         assert list(lines) == ["ok\n"]
+
+
+def random_read_bases(rng: random.Random, depth: int) -> str:
+    """A read-base string of `depth` reads with every kind of token mpileup prints: start marks
+    with any MAPQ character (`+`, `-`, `.`, `,` and letters included), end marks, matches,
+    mismatches, deleted bases and indels."""
+    pieces = []
+    for _ in range(depth):
+        if rng.random() < 0.1:
+            pieces.append("^" + chr(rng.randint(33, 126)))
+        pieces.append(rng.choice(".,") if rng.random() < 0.85 else rng.choice("ACGTNacgtn*#"))
+        if rng.random() < 0.05:
+            size = rng.randint(1, 3)
+            pieces.append(rng.choice("+-") + str(size) + "".join(rng.choice("ACGTacgt") for _ in range(size)))
+        if rng.random() < 0.05:
+            pieces.append("$")
+    return "".join(pieces)
+
+
+def pileup_line(rng: random.Random, pos: int, samples: int) -> str:
+    fields = ["chr1", str(pos), "A"]
+    for _ in range(samples):
+        depth = rng.randint(0, 20)
+        fields += [str(depth), random_read_bases(rng, depth) if depth else "*", "I" * depth if depth else "*"]
+    return "\t".join(fields) + "\n"
+
+
+@pytest.mark.parametrize("samples", [1, 2])
+def test_candidate_lines_keep_every_line_the_exact_screen_keeps_in_order(samples):
+    rng = random.Random(samples)
+    lines = [pileup_line(rng, pos, samples) for pos in range(1, 5001)]
+    data = "".join(lines).encode("latin-1")
+    # Small blocks: lines are cut across block boundaries and carried over.
+    candidates = list(mpileup.candidate_lines(io.BytesIO(data), samples, 4, block_bytes=997))
+    exact = [line for line in lines
+             if mpileup.variant_read_upper_bound(int(line.split("\t")[3]), line.split("\t")[4]) >= 4]
+    assert 0 < len(exact) <= len(candidates) < len(lines) / 2
+    remaining = iter(lines)  # candidates are a subsequence of the input
+    assert all(any(candidate == line for line in remaining) for candidate in candidates)
+    assert set(exact) <= set(candidates)
+
+
+def test_candidate_lines_pass_unscreened_what_they_cannot_parse():
+    lines = ["chr1\t1\tA\t3\t...\tIII\n", "a line of another shape\n", "chr1\t2\tA\t1\t.\tI"]
+    data = "".join(lines).encode("latin-1")
+    assert list(mpileup.candidate_lines(io.BytesIO(data), 1, 4)) == lines

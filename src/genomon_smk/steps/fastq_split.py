@@ -20,6 +20,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import chain, repeat
 
+# ISA-L's gzip reader: the same bytes as the gzip module's, in about 0.4 of its time (the
+# split reads every base of the sample).
+from isal import igzip, isal_zlib
+
+GZIP_ERRORS = (EOFError, zlib.error, isal_zlib.error, gzip.BadGzipFile)
+
 
 class FastqError(Exception):
     """A malformed, truncated or mismatched FASTQ input."""
@@ -43,7 +49,7 @@ def open_fastq(path: str) -> io.BufferedReader:
     except OSError as error:
         raise FastqError(f"{path}: cannot read: {error.strerror}") from None
     if magic == b"\x1f\x8b":
-        return io.BufferedReader(gzip.open(path, "rb"), buffer_size=1 << 20)
+        return io.BufferedReader(igzip.open(path, "rb"), buffer_size=1 << 20)
     return open(path, "rb", buffering=1 << 20)
 
 
@@ -62,7 +68,7 @@ def read_record(stream, path: str, number: int) -> list[bytes] | None:
         if not header:
             return None
         record = [header, stream.readline(), stream.readline(), stream.readline()]
-    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+    except GZIP_ERRORS as error:
         raise FastqError(f"{path}: truncated or corrupt gzip after {number - 1} records ({error})") from None
     line = 4 * (number - 1) + 1
     if not record[3]:
@@ -104,7 +110,7 @@ class RecordBlocks:
         while not self.buffered():
             try:
                 data = self.stream.read(BLOCK_BYTES)
-            except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+            except GZIP_ERRORS as error:
                 raise FastqError(
                     f"{self.path}: truncated or corrupt gzip after {self.records + self.buffered()} records ({error})"
                 ) from None

@@ -6,22 +6,33 @@ tumor only: fisher single     -> mutfilter realignment                       -> 
 simplerepeat only with a simple-repeat database (otherwise its two columns are `---`), EBFilter
 only with a control panel. Each tool is a command line (genomon-smk's own or upstream's), run
 with its Genomon options; the header-less "anno" tables pass through files in a work directory,
-and the result is moved into place only when every step succeeded.
+and the result is moved into place only when every step succeeded. genomon-smk's own tools run
+in this process (the same code as their command lines: each process would import pysam, numpy
+and scipy again, about a second of a job's CPU); upstream's run as commands.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import logging
 import os
 import shlex
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from typing import Callable
 
 TOOLS = ("fisher", "mutfilter", "EBFilter")
 # The steps whose Genomon options the job passes on (--STEP-options).
 OPTION_STEPS = ("fisher", "realignment", "indel", "breakpoint", "eb")
+# `python -m MODULE` of genomon-smk's own tools -> the module whose main(argv) it runs.
+OWN_TOOL_MAINS = {
+    "genomon_smk.tools.fisher": "genomon_smk.tools.fisher",
+    "genomon_smk.tools.mutfilter": "genomon_smk.tools.mutfilter.cli",
+    "genomon_smk.tools.ebfilter": "genomon_smk.tools.ebfilter",
+}
 
 
 @dataclass(frozen=True)
@@ -87,9 +98,39 @@ def without_simple_repeats(source: str, destination: str) -> None:
             out.write(row.rstrip("\n") + "\t---\t---\n")
 
 
+def own_tool(command: list[str]) -> tuple[Callable[[list[str]], int], list[str]] | None:
+    """(main, argv) when the command is `... python -m <one of genomon-smk's tools> ARGS`."""
+    for index, token in enumerate(command[:-1]):
+        if token == "-m" and command[index + 1] in OWN_TOOL_MAINS:
+            return importlib.import_module(OWN_TOOL_MAINS[command[index + 1]]).main, command[index + 2 :]
+    return None
+
+
+def run_in_process(main: Callable[[list[str]], int], argv: list[str]) -> int:
+    """main(argv)'s exit status, as its command line would give it."""
+    for handler in logging.root.handlers[:]:  # each tool configures logging as its own process would
+        logging.root.removeHandler(handler)
+        handler.close()
+    try:
+        return main(argv) or 0
+    except SystemExit as exit:
+        if isinstance(exit.code, str):
+            print(exit.code, file=sys.stderr)
+            return 1
+        return exit.code or 0
+
+
 def execute(command: list[str]) -> None:
     print("+", shlex.join(command), file=sys.stderr, flush=True)
-    subprocess.run(command, check=True)
+    tool = own_tool(command)
+    if tool is None:
+        subprocess.run(command, check=True)
+        return
+    status = run_in_process(*tool)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if status:
+        raise subprocess.CalledProcessError(status, command)
 
 
 def run(chain: Chain, output: str) -> None:

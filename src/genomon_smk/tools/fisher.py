@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, TextIO
 
 from genomon_smk import tool_version
-from genomon_smk.tools.mpileup import (BASES, SNV_BASES, SampleCounts, build_mpileup_command,
+from genomon_smk.tools.mpileup import (BASES, SNV_BASES, SampleCounts, build_mpileup_command, candidate_lines,
                                  count_sample, stream_mpileup, variant_read_upper_bound)
 from genomon_smk.tools.stats import beta_posterior, fisher_score
 
@@ -405,8 +405,8 @@ def write_calls(args: argparse.Namespace, out: TextIO) -> int:
         command = build_mpileup_command(args.samtools_path, bams, args.ref_fa, region,
                                         args.positions, args.samtools_params)
         LOG.info("running %s", " ".join(command))
-        with stream_mpileup(command) as lines:
-            for call in call_pileup_lines(lines, paired, th):
+        with stream_mpileup(command, binary=True) as pileup:
+            for call in call_pileup_lines(candidate_lines(pileup, len(bams), th.min_variant_read), paired, th):
                 out.write(formatter(call, paired) + "\n")
                 total += 1
     return total

@@ -26,7 +26,9 @@ import shlex
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import BinaryIO, Iterator, Sequence
+
+import numpy as np
 
 BASES = "ACGTN"
 SNV_BASES = "ACGT"
@@ -195,8 +197,9 @@ def build_mpileup_command(samtools: str, bams: Sequence[str], ref_fasta: str | N
 
 
 @contextlib.contextmanager
-def stream_mpileup(command: Sequence[str]) -> Iterator[Iterator[str]]:
-    """Run one mpileup process and yield an iterator over its output lines (newline kept).
+def stream_mpileup(command: Sequence[str], binary: bool = False) -> Iterator[Iterator[str]]:
+    """Run one mpileup process and yield an iterator over its output lines (newline kept), or
+    with binary, its output as a byte stream (for candidate_lines).
 
     Raises subprocess.CalledProcessError (with samtools' stderr) if samtools fails, once the
     caller has consumed the output and left the ``with`` block normally. stderr goes to a
@@ -204,7 +207,7 @@ def stream_mpileup(command: Sequence[str]) -> Iterator[Iterator[str]]:
     """
     with tempfile.TemporaryFile(mode="w+", encoding="latin-1") as stderr_file:
         process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=stderr_file,
-                                   encoding="latin-1", bufsize=1 << 20)
+                                   encoding=None if binary else "latin-1", bufsize=1 << 20)
         try:
             yield process.stdout
         except BaseException:
@@ -221,6 +224,43 @@ def stream_mpileup(command: Sequence[str]) -> Iterator[Iterator[str]]:
             raise subprocess.CalledProcessError(process.returncode or 1, list(command),
                                                 stderr="\n".join(errors) or stderr)
 
+
+
+# Read-base characters that never make a read non-reference: the matches and the read start and
+# end marks (a start mark's MAPQ character is not among them, so it counts: an over-count only).
+_MATCH_MARKS = b".,$^"
+
+
+def candidate_lines(stream: BinaryIO, samples: int, minimum: int, block_bytes: int = 1 << 23) -> Iterator[str]:
+    """The pileup lines (of `samples` BAMs, from a byte stream) on which the first sample could
+    have `minimum` non-reference reads by variant_read_upper_bound's count, and a few more: a
+    superset, in order, for the exact screen to run on. Screens a block of lines at a time in C
+    (bytes.translate, numpy): a pileup holds a line per covered base, and parsing each in Python
+    costs more than samtools takes to write it.
+
+    With the match marks deleted, the first sample's read-base field is as long as its count of
+    characters that can be a mismatch, an indel mark or a MAPQ character, which bounds
+    depth - #. - #, + #+ + #- from above. A block whose tab count does not fit `samples` is
+    passed whole, unscreened."""
+    tabs_per_line = 2 + 3 * samples
+    rest = b""
+    while block := stream.read(block_bytes):
+        data = rest + block
+        cut = data.rfind(b"\n") + 1
+        lines, rest = data[:cut], data[cut:]
+        if not lines:
+            continue
+        ends = np.flatnonzero(np.frombuffer(lines, np.uint8) == ord("\n"))
+        tabs = np.flatnonzero(np.frombuffer(lines.translate(None, _MATCH_MARKS), np.uint8) == ord("\t"))
+        if len(tabs) != len(ends) * tabs_per_line:
+            yield from lines.decode("latin-1").splitlines(True)
+            continue
+        tabs = tabs.reshape(-1, tabs_per_line)
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        for line in np.flatnonzero(tabs[:, 4] - tabs[:, 3] - 1 >= minimum).tolist():
+            yield lines[starts[line] : ends[line] + 1].decode("latin-1")
+    if rest:
+        yield rest.decode("latin-1")
 
 HTSLIB_ERROR = re.compile(r"^\[E::|Failed to retrieve block|^\[mpileup\] .*(fail|error)", re.IGNORECASE)
 

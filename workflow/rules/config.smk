@@ -87,6 +87,12 @@ SIMPLE_REPEAT = (
 )
 # What the set-up rules build, by rule (rules/reference.smk; counted by the plans).
 SETUP_OUTPUTS = setup_outputs(REFERENCE_PLAN, SIMPLE_REPEAT)
+# The set-up rules with work left: some output missing (the rest an earlier run built).
+SETUP_PENDING = {
+    rule_name: files
+    for rule_name, files in SETUP_OUTPUTS.items()
+    if not all(map(os.path.exists, files))
+}
 OUTPUT_DIR = config_path(config["output_dir"])
 LOG_DIR = f"{OUTPUT_DIR}/logs"
 # What the reference pre-staging wrote: the files, sizes and checksums that jobs verify.
@@ -117,11 +123,7 @@ try:
     CONTIGS = reference_contigs(REFERENCE_PLAN)
     # A table still to be built is read whole once: a bad row or another build's contig names
     # would fail its set-up job or leave every simple-repeat column empty.
-    if (
-        SIMPLE_REPEAT
-        and SIMPLE_REPEAT.built
-        and not all(map(os.path.exists, SIMPLE_REPEAT.files))
-    ):
+    if "simple_repeat_db" in SETUP_PENDING:
         problems = simple_repeat_table_problems(SIMPLE_REPEAT.source, CONTIGS)
         if problems:
             raise InputError("\n".join(problems))

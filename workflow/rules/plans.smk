@@ -20,18 +20,17 @@ from genomon_smk.plan.storage_plan import (
 )
 from genomon_smk.plan.resources import estimated_build_bytes
 
+# What the reference set-up writes, by rule, whether or not it is still to be built.
+REFERENCE_BUILD_BYTES = estimated_build_bytes(CONTIGS)
+
 
 def setup_sizes():
     """Bytes of what the set-up rules still have to build, by rule (none when all is there); the
     simple-repeat database is about the size of the (gzipped) UCSC table."""
-    estimates = estimated_build_bytes(CONTIGS)
+    estimates = dict(REFERENCE_BUILD_BYTES)
     if SIMPLE_REPEAT:
         estimates["simple_repeat_db"] = file_bytes([SIMPLE_REPEAT.source])
-    return {
-        rule_name: estimates[rule_name]
-        for rule_name, files in SETUP_OUTPUTS.items()
-        if not all(os.path.exists(path) for path in files)
-    }
+    return {rule_name: estimates[rule_name] for rule_name in SETUP_PENDING}
 
 
 SETUP_SIZES = setup_sizes()
@@ -75,7 +74,7 @@ def storage_plan():
     # The reference's copy on the cache tier: its files, or what they will be once built.
     reference_bytes = file_bytes(reference_files(REFERENCE))
     if REFERENCE_PLAN.built and SETUP_SIZES:
-        reference_bytes = sum(estimated_build_bytes(CONTIGS).values())
+        reference_bytes = sum(REFERENCE_BUILD_BYTES.values())
     peak = peaks(uses, reference_bytes)
     if workflow.is_main_process:
         print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)

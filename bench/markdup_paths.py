@@ -7,8 +7,9 @@ chunks and alignments of the `bench` preset, step by step; and the marked BAMs c
 before (the pipeline until 2026-11): the map job scatters bwa's alignments into unsorted pieces
 (compression level 1); markdup runs `samtools cat` of a region's pieces | bamsort |
 bammarkduplicates (reading stdin).
-now: the map job writes the pieces uncompressed and bamsorts each (level 1); markdup merges them
-with bammerge into an uncompressed file, which bammarkduplicates reads.
+now: the map job writes the pieces uncompressed and bamsorts each (uncompressed, then compressed
+at level 1 by samtools: genomon_smk.steps.scatter); markdup merges them with bammerge into an
+uncompressed file, which bammarkduplicates reads.
 
 bwa runs once per chunk (to a SAM file, not timed): both paths start from the same alignments.
 Prints wall and CPU seconds of the scatter (summed over chunks) and of markdup (summed over

@@ -152,9 +152,10 @@ def summary_rows(tumor: str, unfiltered: StageSummary, filtered: StageSummary, e
             yield (tumor, "vaf", "filtered", kind, label, int(count))
 
 
-def write_tsv(path: str, rows) -> None:
+def write_tsv(path: str, rows, columns=TSV_COLUMNS) -> None:
+    """A header line of columns, then the rows, tab-separated."""
     with open(path, "w") as out:
-        out.write("\t".join(TSV_COLUMNS) + "\n")
+        out.write("\t".join(columns) + "\n")
         for row in rows:
             out.write("\t".join(str(cell) for cell in row) + "\n")
 

@@ -32,7 +32,7 @@ import sys
 from collections import Counter
 from typing import Iterable
 
-from genomon_smk.steps.mutation_summary import write_tsv
+from genomon_smk.steps.mutation_summary import label_stacked_bars, write_tsv
 from genomon_smk.steps.sv_result import read_rows
 
 TSV_COLUMNS = ("tumor", "stage", "variant_type", "size_class", "count")
@@ -109,12 +109,7 @@ def plot_summary(path: str, tumor: str, unfiltered: Counter, filtered: Counter) 
         if heights.any():
             sizes_axis.bar(SIZE_CLASS_NAMES, heights, bottom=bottom, label=kind, color=TYPE_COLOURS[kind])
             bottom += heights
-    sizes_axis.set_ylim(0, max(1.0, bottom.max()) * 1.12)
-    sizes_axis.set_xlabel("breakpoint distance")
-    sizes_axis.set_ylabel("filtered junctions")
-    sizes_axis.set_title("size classes (result.filt.txt)")
-    if bottom.any():
-        sizes_axis.legend(fontsize=8)
+    label_stacked_bars(sizes_axis, bottom, "breakpoint distance", "filtered junctions", "size classes (result.filt.txt)")
     types_axis.margins(y=0.12)  # room for the bar labels
     for axis in (types_axis, sizes_axis):
         axis.yaxis.set_major_locator(MaxNLocator(integer=True))

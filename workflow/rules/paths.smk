@@ -229,7 +229,7 @@ def sv_result(tumor, suffix):
 
 
 def sv_summary_file(tumor, suffix):
-    """The SV summary of a tumor (rule sv_summary): counts (.tsv) and plot (.png)."""
+    """A file of the SV summary of a tumor (sv_summary makes them): counts .tsv, plot .png."""
     return f"{sv_prefix(tumor)}.genomonSV.summary{suffix}"
 
 

@@ -195,10 +195,15 @@ def test_multiqc_report_shows_the_sv_tables(pipeline_run):
     assert sum(svs["tumor"].values()) > 0
     assert set(parse) == {"tumor", "pon1", "pon2", "pon3"}  # the matched normal is not parsed
     for name, values in parse.items():
-        for kind in ("junction", "improper"):
+        for kind, members in (("junction", "reads"), ("improper", "read_pairs")):
             with gzip.open(pipeline_run / "sv" / name / f"{name}.{kind}.clustered.bedpe.gz", "rt") as handle:
-                assert values[f"{kind}_clusters"] == sum(1 for _ in handle), (name, kind)
-    assert parse["tumor"]["junction_clusters"] > parse["pon1"]["junction_clusters"]  # the planted SVs
+                # The last column names a cluster's reads: tumor:READ/1 (junction), tumor:READ (improper).
+                names = [line.rstrip("\n").split("\t")[-1].split(";") for line in handle]
+            assert values[f"{kind}_clusters"] == len(names), (name, kind)
+            assert values[f"{kind}_{members}"] == sum(map(len, names)), (name, kind)
+    # The planted SVs: the tumor's junctions hold several reads each, the normals' none.
+    assert parse["tumor"]["junction_reads"] >= 2 * parse["tumor"]["junction_clusters"] > 0
+    assert parse["tumor"]["improper_read_pairs"] > parse["pon1"]["improper_read_pairs"]
     report = (pipeline_run / "qc" / "multiqc_report.html").read_text()
     assert "GenomonSV parse" in report and 'id="genomon_sv' in report
 

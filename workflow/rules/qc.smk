@@ -1,7 +1,8 @@
 """QC, as Genomon's QC stage: per sample samtools stats / flagstat and mosdepth coverage of the
 final BAM, the per-region duplicate metrics summed into one Picard DuplicationMetrics file, a
 read-pair integrity check against the FASTQ split's counts, and one MultiQC report (with the SV
-stage's filtered junctions per tumor and parse records per sample, when SVs are detected).
+stage's filtered junctions per tumor and parse clusters and reads per sample, when SVs are
+detected).
 """
 
 QC_PREFIX = f"{OUTPUT_DIR}/qc/{{sample}}/{{sample}}"

@@ -19,9 +19,9 @@ Every (stage, variant_type, size_class) combination is written, zero counts incl
 
 ``python -m genomon_smk.steps.sv_summary multiqc --summaries S1.tsv ... --parsed NAME=PREFIX ...
 --svs OUT_mqc.tsv --parse-counts OUT_mqc.tsv``: MultiQC custom-content tables of each tumor's
-filtered junctions by type (from the summaries) and of each parsed sample's clustered junction
-and improper read-pair records (GenomonSV parse's ``.junction.clustered.bedpe.gz`` and
-``.improper.clustered.bedpe.gz``).
+filtered junctions by type (from the summaries) and of each parsed sample's junction clusters
+and their split reads, improper read-pair clusters and their read pairs (GenomonSV parse's
+``.junction.clustered.bedpe.gz`` and ``.improper.clustered.bedpe.gz``).
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ INTERCHROMOSOMAL = "interchromosomal"
 SIZE_CLASS_NAMES = tuple(name for name, _ in SIZE_CLASSES) + (INTERCHROMOSOMAL,)
 TYPE_COLOURS = {"deletion": "#e6550d", "tandem_duplication": "#3182bd", "inversion": "#31a354",
                 "translocation": "#756bb1"}
-# GenomonSV parse's clustered records, per parsed sample in the MultiQC table.
-PARSE_KINDS = ("junction", "improper")
+# GenomonSV parse's clustered records per parsed sample in the MultiQC table: the clusters and the
+# reads (junction: split reads; improper: read pairs) that their last column names.
+PARSE_KINDS = {"junction": "reads", "improper": "read_pairs"}
 
 
 def size_class(row: dict[str, str]) -> str:
@@ -136,11 +137,15 @@ def filtered_by_type(summary_tsv: str) -> tuple[str, dict[str, int]]:
 
 
 def parse_records(prefix: str) -> dict[str, int]:
-    """Clustered records of a GenomonSV parse, per kind."""
+    """A GenomonSV parse's clusters and the reads or read pairs they hold (the last column lists
+    them, `;`-separated), per kind: `junction_clusters`, `junction_reads`, `improper_clusters`,
+    `improper_read_pairs`."""
     counts = {}
-    for kind in PARSE_KINDS:
+    for kind, members in PARSE_KINDS.items():
         with gzip.open(f"{prefix}.{kind}.clustered.bedpe.gz", "rt") as handle:
-            counts[kind] = sum(1 for line in handle if line.strip())
+            rows = [line.rstrip("\n").split("\t") for line in handle if line.strip()]
+        counts[f"{kind}_clusters"] = len(rows)
+        counts[f"{kind}_{members}"] = sum(len(row[-1].split(";")) for row in rows)
     return counts
 
 
@@ -168,10 +173,11 @@ def write_multiqc_tables(summaries: list[str], parsed: dict[str, str], svs_path:
     mqc_table(
         parse_path,
         {"id": "genomon_sv_parse", "section_name": "GenomonSV parse",
-         "description": "clustered junction and improper read-pair records of GenomonSV parse per parsed sample"},
-        {f"{kind}_clusters": f"{kind} clusters" for kind in PARSE_KINDS},
-        {name: {f"{kind}_clusters": count for kind, count in parse_records(prefix).items()}
-         for name, prefix in parsed.items()},
+         "description": "GenomonSV parse per parsed sample: junction clusters and their split reads, "
+                        "improper read-pair clusters and their read pairs"},
+        {f"{kind}_{unit}": f"{kind} {unit.replace('_', ' ')}" for kind, members in PARSE_KINDS.items()
+         for unit in ("clusters", members)},
+        {name: parse_records(prefix) for name, prefix in parsed.items()},
     )
 
 
@@ -188,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     multiqc.add_argument("--summaries", nargs="*", default=[], help="the tumors' summary TSVs")
     multiqc.add_argument("--parsed", nargs="*", default=[], help="NAME=PREFIX of each GenomonSV parse")
     multiqc.add_argument("--svs", required=True, help="output: filtered junctions per tumor (_mqc.tsv)")
-    multiqc.add_argument("--parse-counts", required=True, help="output: parse records per sample (_mqc.tsv)")
+    multiqc.add_argument("--parse-counts", required=True, help="output: parse clusters and reads per sample (_mqc.tsv)")
     args = parser.parse_args(argv)
     try:
         if args.command == "summary":

@@ -110,6 +110,7 @@ def plot_summary(path: str, tumor: str, unfiltered: Counter, filtered: Counter) 
         if heights.any():
             sizes_axis.bar(SIZE_CLASS_NAMES, heights, bottom=bottom, label=kind, color=TYPE_COLOURS[kind])
             bottom += heights
+    sizes_axis.set_xticks(range(len(SIZE_CLASS_NAMES)), [name.replace("inter", "inter-\n") for name in SIZE_CLASS_NAMES])
     label_stacked_bars(sizes_axis, bottom, "breakpoint distance", "filtered junctions", "size classes (result.filt.txt)")
     types_axis.margins(y=0.12)  # room for the bar labels
     for axis in (types_axis, sizes_axis):

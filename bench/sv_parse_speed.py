@@ -44,21 +44,23 @@ def timed(command) -> tuple[float, float]:
     return cpu, time.monotonic() - start
 
 
-def tumor_bam(work: Path) -> Path:
+def sample_bam(work: Path, sample: str = "tumor") -> Path:
+    """The `bench` preset's BAM of a sample (made once in work/): mapped, sorted, duplicates marked."""
     data = work / "data"
     run([sys.executable, str(REPO / ".test" / "make_testdata.py"), str(data), "--preset", "bench"])
-    bam = work / "tumor.bam"
+    bam = work / f"{sample}.bam"
     if bam.exists():
         return bam
     rows = [line.split("\t") for line in (data / "samples.tsv").read_text().splitlines()[1:]]
-    fq1 = [str(data / row[1]) for row in rows if row[0] == "tumor"]
-    fq2 = [str(data / row[2]) for row in rows if row[0] == "tumor"]
+    fq1 = [str(data / row[1]) for row in rows if row[0] == sample]
+    fq2 = [str(data / row[2]) for row in rows if row[0] == sample]
     reference = str(data / "ref" / "genome.fa")
+    sorted_bam = work / f"{sample}.sorted.bam"
     script = (
-        f"bwa mem -t 2 -R '@RG\\tID:tumor\\tSM:tumor' {reference} <(zcat {' '.join(fq1)}) <(zcat {' '.join(fq2)}) "
-        f"| samtools fixmate -m - - | samtools sort -@ 2 -o {work}/sorted.bam - "
-        f"&& samtools markdup {work}/sorted.bam {bam}.part && mv {bam}.part {bam} && samtools index {bam} "
-        f"&& rm {work}/sorted.bam"
+        f"bwa mem -t 2 -R '@RG\\tID:{sample}\\tSM:{sample}' {reference} <(zcat {' '.join(fq1)}) <(zcat {' '.join(fq2)}) "
+        f"| samtools fixmate -m - - | samtools sort -@ 2 -o {sorted_bam} - "
+        f"&& samtools markdup {sorted_bam} {bam}.part && mv {bam}.part {bam} && samtools index {bam} "
+        f"&& rm {sorted_bam}"
     )
     run(["bash", "-o", "pipefail", "-c", script])
     return bam
@@ -71,13 +73,18 @@ def records(prefix: Path, kind: str) -> list[str]:
     return sorted("\t".join(row[:6] + row[7:]) for row in rows)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def work_dir(doc: str) -> Path:
+    """The --workdir of an SV bench script (its BAMs are shared: .test/bench/sv by default)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--workdir", default=str(REPO / ".test" / "bench" / "sv"))
-    args = parser.parse_args()
-    work = Path(args.workdir).resolve()
+    work = Path(parser.parse_args().workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    bam = tumor_bam(work)
+    return work
+
+
+def main() -> None:
+    work = work_dir(__doc__)
+    bam = sample_bam(work)
     size = bam.stat().st_size
     whole = work / "whole" / "tumor"
     cpu, wall = timed([str(GENOMON_SV), "parse", str(bam), str(whole)])

@@ -1,5 +1,5 @@
 """The Snakemake report of the .test run (`snakemake --report`), opened in headless Chromium: a
-reader's clicks reach the mutation summary plot and the MultiQC report, and what the page then
+reader's clicks reach the mutation and SV summary plots and the MultiQC report, and what the page then
 shows is the files the run wrote."""
 
 import base64
@@ -154,3 +154,16 @@ def test_report_shows_the_filtered_svs(report_html, pipeline_run, tmp_path):
     assert b"\tdeletion\t" in table.read_bytes()
     offered = [data_uri_file(href) for href in page.downloads if href.startswith("data:")]
     assert (table.name, table.read_bytes()) in offered, [name for name, _ in offered]
+
+
+def test_report_shows_the_sv_summary_plot_and_counts(report_html, pipeline_run, tmp_path):
+    page = render(report_html, [{"link": "Structural variants"}, {"link": "tumor", "optional": True},
+                                {"row": "SV summary plot"}], tmp_path)
+    assert page.probe == "done", page.probe
+    prefix = pipeline_run / "sv" / "tumor" / "tumor.genomonSV.summary"
+    plot = prefix.with_name(prefix.name + ".png")
+    shown = [data_uri_file(src) for src in page.images if src.startswith("data:image/png")]
+    assert (plot.name, plot.read_bytes()) in shown, [name for name, _ in shown]
+    counts = prefix.with_name(prefix.name + ".tsv")
+    offered = [data_uri_file(href) for href in page.downloads if href.startswith("data:")]
+    assert (counts.name, counts.read_bytes()) in offered, [name for name, _ in offered]

@@ -11,6 +11,8 @@ import pysam
 import pytest
 
 from conftest import REPO, run_snakemake, write_config
+from genomon_smk.plan.reference import sv_annotation_naming_problem
+from genomon_smk.steps import sv_summary
 from genomon_smk.steps.sv_result import COLUMNS, breakend_alt
 
 TOLERANCE = 50  # bp, each breakpoint
@@ -97,9 +99,15 @@ def test_results_have_genomons_meta_lines_columns_and_a_vcf_bcftools_reads(pipel
     assert all(row["Num_Control_Ref_Read_Pair"] != "---" for row in rows)
     control_info = pipeline_run / "sv" / "control_panel" / "panel1.control_info.txt"
     assert [line.split("\t")[0] for line in control_info.read_text().splitlines()] == ["pon1", "pon2", "pon3"]
-    # The .test reference names its contigs chr1..chr3, which the GRC tables (sv_filt.grc) do
-    # not know: no gene annotation, as documented.
-    assert {row["Gene_1"] for row in rows} == {"---"}
+    # The .test reference names its contigs chr1..chr3, UCSC's way, and its configs say so
+    # (sv_filt.grc: false): annot_utils' hg19 tables annotate those coordinates, the chr20
+    # windows' sequence notwithstanding. hg19's WASH7P spans chr1:14,362-29,370; nothing else
+    # lies at the planted SVs' breakpoints (with grc: true every gene column would be ---).
+    for row in rows:
+        for end in ("1", "2"):
+            in_wash7p = row[f"Chr_{end}"] == "chr1" and 14_362 <= int(row[f"Pos_{end}"]) <= 29_370
+            assert row[f"Gene_{end}"] == ("WASH7P" if in_wash7p else "---"), row
+    assert any(row["Gene_1"] == "WASH7P" for row in filt_rows)
     vcf = sv_file(pipeline_run, "tumor", ".filt.vcf.gz")
     view = subprocess.run(["bcftools", "view", "-H", str(vcf)], capture_output=True, text=True, check=True)
     assert len(view.stdout.splitlines()) == 2 * len(filt_rows)
@@ -110,6 +118,94 @@ def test_results_have_genomons_meta_lines_columns_and_a_vcf_bcftools_reads(pipel
         mate = records[record.info["MATEID"]]
         assert mate.info["MATEID"] == record.id and mate.info["SVCLASS"] == record.info["SVCLASS"]
         assert f"{mate.chrom}:{mate.pos}" in record.alts[0]
+
+
+def summary_counts(path):
+    """(stage, variant type, size class) -> count of an SV summary TSV."""
+    with open(path) as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    assert rows and all(row["tumor"] == "tumor" for row in rows)
+    return {(row["stage"], row["variant_type"], row["size_class"]): int(row["count"]) for row in rows}
+
+
+def size_of(call):
+    """The size class of a junction, computed here from its breakpoints."""
+    if call["Chr_1"] != call["Chr_2"]:
+        return "interchromosomal"
+    distance = abs(int(call["Pos_2"]) - int(call["Pos_1"]))
+    for name, bound in (("<1kb", 1e3), ("1-10kb", 1e4), ("10-100kb", 1e5), ("100kb-1Mb", 1e6)):
+        if distance < bound:
+            return name
+    return ">=1Mb"
+
+
+@pytest.mark.workflow
+def test_sv_summary_counts_the_results_rows_by_type_and_size(pipeline_run, testdata):
+    """The summary TSV's counts are the result files' rows counted here by Variant_Type and the
+    breakpoints' distance; the filtered ones are the planted SVs' classes (1-3 kb, the
+    translocation between contigs), one row per junction found."""
+    prefix = pipeline_run / "sv" / "tumor" / "tumor.genomonSV.summary"
+    counts = summary_counts(f"{prefix}.tsv")
+    assert len(counts) == 2 * 4 * 6  # every combination, zeros included
+    for stage, suffix in (("unfiltered", ".txt"), ("filtered", ".filt.txt")):
+        _, _, calls = sv_rows(sv_file(pipeline_run, "tumor", suffix))
+        expected = {}
+        for call in calls:
+            key = (stage, call["Variant_Type"], size_of(call))
+            expected[key] = expected.get(key, 0) + 1
+        assert {key: count for key, count in counts.items() if key[0] == stage and count} == expected, stage
+    truth = planted_svs(testdata)
+    _, _, filtered = sv_rows(sv_file(pipeline_run, "tumor", ".filt.txt"))
+    planted = {}
+    for call in filtered:
+        [sv] = [sv for sv in truth if matches(call, sv)]  # the default scenario calls nothing else
+        size = "interchromosomal" if sv["chrom_1"] != sv["chrom_2"] else "1-10kb"
+        planted[("filtered", sv["type"], size)] = planted.get(("filtered", sv["type"], size), 0) + 1
+    assert {key: count for key, count in counts.items() if key[0] == "filtered" and count} == planted
+    png = Path(f"{prefix}.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+
+
+def test_size_classes_and_unknown_types():
+    row = dict(Chr_1="chr1", Pos_1="1000", Chr_2="chr1", Pos_2="1999", Variant_Type="deletion")
+    assert sv_summary.size_class(row) == "<1kb"
+    assert sv_summary.size_class(dict(row, Pos_2="2000")) == "1-10kb"
+    assert sv_summary.size_class(dict(row, Pos_2="1001000")) == ">=1Mb"
+    assert sv_summary.size_class(dict(row, Chr_2="chr2")) == "interchromosomal"
+    with pytest.raises(ValueError, match="unknown Variant_Type 'fusion'"):
+        sv_summary.count_junctions([dict(row, Variant_Type="fusion")])
+
+
+@pytest.mark.workflow
+def test_multiqc_report_shows_the_sv_tables(pipeline_run):
+    """MultiQC's data JSON holds each SV tumor's filtered junctions by type (the summary's) and
+    each parsed sample's clustered parse records (counted here from GenomonSV parse's files)."""
+    import gzip
+    import json
+
+    data = json.loads((pipeline_run / "qc" / "multiqc_data" / "multiqc_data.json").read_text())
+    tables = {key: value for key, value in data["report_saved_raw_data"].items() if "genomon_sv" in key}
+    svs = next(value for key, value in tables.items() if "parse" not in key)
+    parse = next(value for key, value in tables.items() if "parse" in key)
+    counts = summary_counts(pipeline_run / "sv" / "tumor" / "tumor.genomonSV.summary.tsv")
+    assert set(svs) == {"tumor"}
+    for kind in ("deletion", "tandem_duplication", "inversion", "translocation"):
+        expected = sum(count for (stage, type_, _), count in counts.items() if stage == "filtered" and type_ == kind)
+        assert svs["tumor"][kind] == expected, kind
+    assert sum(svs["tumor"].values()) > 0
+    assert set(parse) == {"tumor", "pon1", "pon2", "pon3"}  # the matched normal is not parsed
+    for name, values in parse.items():
+        for kind, members in (("junction", "reads"), ("improper", "read_pairs")):
+            with gzip.open(pipeline_run / "sv" / name / f"{name}.{kind}.clustered.bedpe.gz", "rt") as handle:
+                # The last column names a cluster's reads: tumor:READ/1 (junction), tumor:READ (improper).
+                names = [line.rstrip("\n").split("\t")[-1].split(";") for line in handle]
+            assert values[f"{kind}_clusters"] == len(names), (name, kind)
+            assert values[f"{kind}_{members}"] == sum(map(len, names)), (name, kind)
+    # The planted SVs: the tumor's junctions hold several reads each, the normals' none.
+    assert parse["tumor"]["junction_reads"] >= 2 * parse["tumor"]["junction_clusters"] > 0
+    assert parse["tumor"]["improper_read_pairs"] > parse["pon1"]["improper_read_pairs"]
+    report = (pipeline_run / "qc" / "multiqc_report.html").read_text()
+    assert "GenomonSV parse" in report and 'id="genomon_sv' in report
 
 
 def test_breakend_alts_follow_the_junction_directions():
@@ -180,6 +276,39 @@ def test_genomon_sheets_sv_detection_section_selects_the_pairs(tmp_path, testdat
     # A pairs table: every pair by default (the default scenario), none with tumors: [].
     config = write_config(tmp_path / "none", testdata, sv_detection={"tumors": []})
     assert "sv_filt" not in planned_jobs(config)
-    config = write_config(tmp_path / "bad", testdata, sv_detection={"tumors": ["nobody"]})
+    config = write_config(tmp_path / "bad", testdata, sv_detection={"tumors": ["nobody", "tumor"]})
     refused = run_snakemake(config, "-n", check=False)
-    assert refused.returncode != 0 and "sv_detection.tumors: nobody not a tumor" in refused.stdout + refused.stderr
+    output = refused.stdout + refused.stderr
+    assert refused.returncode != 0
+    assert (f"{config}:" in output and "key 'sv_detection.tumors': 'nobody': not a tumor of the pairs "
+            "table (its tumors: tumor)" in output), output[-2000:]
+
+
+@pytest.mark.workflow
+def test_sv_only_sheet_plans_its_pairs_and_the_annotation_naming_is_checked(tmp_path, testdata):
+    """A Genomon sheet with [sv_detection] and no [mutation_call]: the stage plan says so (not
+    "0 pairs"); sv_filt.grc: true on the UCSC-named .test reference warns, naming the fix."""
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(SHEET.format(d=testdata).replace("[mutation_call]\ntumor,normal,None\npon1,None,None\n", "")
+                     + "[sv_detection]\ntumor,normal,panel1\n")
+    config = write_config(tmp_path / "sv-only", testdata, samples=None, pairs=None, control_panels=None,
+                          genomon_sample_sheet=str(sheet), sv_filt={"grc": True})
+    run = run_snakemake(config, "-n", "--quiet", "rules")
+    assert "pairs: 0 for mutation calls, 1 for SV detection;" in run.stderr, run.stderr[:3000]
+    assert "identify_mutations" not in run.stdout and "sv_filt" in run.stdout
+    warning = [line for line in run.stderr.splitlines() if "sv_filt.grc" in line]
+    assert len(warning) == 1 and warning[0].startswith(f"WARNING: {config}")
+    assert "chr1, chr2, chr3" in warning[0] and "Set sv_filt.grc: false" in warning[0]
+    # The .test configs set grc: false (UCSC names): no warning.
+    quiet = run_snakemake(write_config(tmp_path / "quiet", testdata), "-n", "--quiet", "rules")
+    assert "sv_filt.grc" not in quiet.stderr
+
+
+def test_annotation_naming_check_compares_the_conventions():
+    ucsc, grc = ["chr1", "chr2", "chrX", "chrM"], ["1", "2", "X", "MT", "GL000192.1"]
+    assert sv_annotation_naming_problem(ucsc, grc=False) is None and sv_annotation_naming_problem(grc, grc=True) is None
+    assert "Set sv_filt.grc: false" in sv_annotation_naming_problem(ucsc, grc=True)
+    assert "Set sv_filt.grc: true" in sv_annotation_naming_problem(grc, grc=False)
+    # A reference named neither way (e.g. another species' scaffolds) or both ways is not judged.
+    assert sv_annotation_naming_problem(["scaffold_1", "scaffold_2"], grc=True) is None
+    assert sv_annotation_naming_problem(["chr1", "1"], grc=True) is None

@@ -10,7 +10,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
-from genomon_smk.plan.config_check import config_problems
+from genomon_smk.plan.config_check import config_problems, key_problem
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
 from genomon_smk.plan.regions import mutation_regions, regions_of
@@ -45,11 +45,10 @@ if not workflow.overwrite_configfiles:
 CONFIG_FILE = Path(workflow.overwrite_configfiles[-1]).resolve()
 CONFIG_DIR = CONFIG_FILE.parent
 
+CONFIG_FILES = [str(Path(path).resolve()) for path in workflow.overwrite_configfiles]
 # Our own messages first (file, line, key, the key meant); Snakemake's validate then sets defaults.
 CONFIG_PROBLEMS = config_problems(
-    config,
-    load_schema(str(SCHEMAS), "config"),
-    [str(Path(path).resolve()) for path in workflow.overwrite_configfiles],
+    config, load_schema(str(SCHEMAS), "config"), CONFIG_FILES
 )
 if CONFIG_PROBLEMS:
     raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))
@@ -167,18 +166,27 @@ def sv_pairs():
     section, as in Genomon); else the pairs table's, all or config sv_detection.tumors.
     """
     chosen = config["sv_detection"]["tumors"]
+    problem = None
     if "genomon_sample_sheet" in config:
         if chosen is not None:
-            raise WorkflowError(
-                "config sv_detection.tumors: with genomon_sample_sheet, its [sv_detection] "
-                "section selects the pairs; leave sv_detection.tumors out"
+            problem = (
+                "with genomon_sample_sheet, its [sv_detection] section selects the pairs; "
+                "leave this key out"
             )
-        return {pair.tumor: pair for pair in COHORT.sv_pairs}
-    unknown = sorted(set(chosen or []) - set(PAIRS))
-    if unknown:
+    else:
+        unknown = [tumor for tumor in chosen or [] if tumor not in PAIRS]
+        if unknown:
+            problem = (
+                f"{', '.join(map(repr, unknown))}: not a tumor of the pairs table "
+                f"(its tumors: {', '.join(PAIRS) or 'none'})"
+            )
+    if problem:
         raise WorkflowError(
-            f"config sv_detection.tumors: {', '.join(unknown)} not a tumor of the pairs table"
+            "invalid config:\n"
+            + key_problem(("sv_detection", "tumors"), problem, CONFIG_FILES)
         )
+    if "genomon_sample_sheet" in config:
+        return {pair.tumor: pair for pair in COHORT.sv_pairs}
     return {
         tumor: pair
         for tumor, pair in PAIRS.items()

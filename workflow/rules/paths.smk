@@ -228,6 +228,11 @@ def sv_result(tumor, suffix):
     return f"{sv_prefix(tumor)}.genomonSV.result{suffix}"
 
 
+def sv_summary_file(tumor, suffix):
+    """A file of the SV summary of a tumor (sv_summary makes them): counts .tsv, plot .png."""
+    return f"{sv_prefix(tumor)}.genomonSV.summary{suffix}"
+
+
 def sv_filt_inputs(wildcards):
     """sv_filt's inputs: the tumor's BAM and parse files, the matched normal's BAM, the panel's
     merged junctions (the last two when the pair has them)."""

@@ -1,8 +1,9 @@
 """What the run will do, printed when the workflow is parsed (a dry run runs no hooks): the
 storage plan (refused where a tier's capacity is exceeded), the stage plan, and warnings about
-the panels, imported BAMs and PJM storage."""
+the panels, imported BAMs, PJM storage and the SV annotation's contig names."""
 
 from genomon_smk.plan import panel_power
+from genomon_smk.plan.reference import sv_annotation_naming_problem
 from genomon_smk.plan.samplesheet import imported_name_warnings
 from genomon_smk.plan.stage_plan import CohortShape, stage_table, stagger_delays
 from genomon_smk.plan.storage_plan import (
@@ -202,8 +203,21 @@ def pjm_storage_warnings():
     ]
 
 
+def sv_annotation_warnings():
+    """sv_filt.grc against the reference's contig names, when SVs are detected."""
+    problem = SV_PAIRS and sv_annotation_naming_problem(
+        [name for name, _ in CONTIGS], config["sv_filt"]["grc"]
+    )
+    if not problem:
+        return []
+    return [f"WARNING: {key_problem(('sv_filt', 'grc'), problem, CONFIG_FILES)}"]
+
+
 if workflow.is_main_process:
     for message in (
-        panel_warnings() + imported_name_warnings(COHORT) + pjm_storage_warnings()
+        panel_warnings()
+        + imported_name_warnings(COHORT)
+        + pjm_storage_warnings()
+        + sv_annotation_warnings()
     ):
         print(message, file=sys.stderr)

@@ -1,6 +1,8 @@
 """QC, as Genomon's QC stage: per sample samtools stats / flagstat and mosdepth coverage of the
 final BAM, the per-region duplicate metrics summed into one Picard DuplicationMetrics file, a
-read-pair integrity check against the FASTQ split's counts, and one MultiQC report.
+read-pair integrity check against the FASTQ split's counts, and one MultiQC report (with the SV
+stage's filtered junctions per tumor and parse clusters and reads per sample, when SVs are
+detected).
 """
 
 QC_PREFIX = f"{OUTPUT_DIR}/qc/{{sample}}/{{sample}}"
@@ -106,6 +108,34 @@ rule duplication_metrics:
         " {input.regions:q} 2>{log:q}"
 
 
+rule sv_multiqc_tables:
+    input:
+        summaries=expand(rules.sv_summary.output.tsv, sv_tumor=SV_PAIRS),
+        parsed=[
+            sv_parse_files(name)[kind]
+            for name in SV_PARSED
+            for kind in ("junction", "improper")
+        ],
+    output:
+        # MultiQC custom content (the _mqc.tsv suffix): one table of each.
+        svs=f"{OUTPUT_DIR}/qc/genomon_sv_mqc.tsv",
+        parse_counts=f"{OUTPUT_DIR}/qc/genomon_sv_parse_mqc.tsv",
+    log:
+        log_path("sv_multiqc_tables", "all"),
+    benchmark:
+        bench_path("sv_multiqc_tables", "all")
+    conda:
+        "../../envs/python.yaml"
+    params:
+        python=PYTHON,
+        parsed=[f"{name}={sv_prefix(name)}" for name in SV_PARSED],
+    shell:
+        """
+        {params.python} -m genomon_smk.steps.sv_summary multiqc --summaries {input.summaries:q} \
+            --parsed {params.parsed:q} --svs {output.svs:q} --parse-counts {output.parse_counts:q} 2>{log:q}
+        """
+
+
 rule multiqc:
     input:
         stats=expand(rules.bam_stats.output.stats, sample=QC_SAMPLES),
@@ -119,6 +149,8 @@ rule multiqc:
         integrity=expand(
             rules.read_pair_integrity.output.report, sample=MAPPED_QC_SAMPLES
         ),
+        # The SV stage's tables, when it runs.
+        sv=rules.sv_multiqc_tables.output if SV_PAIRS else [],
     output:
         # MultiQC's default names (multiqc_report.html, multiqc_data), in the report's directory.
         report=report(
@@ -144,7 +176,7 @@ rule multiqc:
         {params.python} -m multiqc --force --no-version-check --no-ansi --no-ai \
             --cl-config {params.config:q} --outdir "$(dirname {output.report:q})" \
             {input.stats:q} {input.flagstat:q} {input.summary:q} {input.dist:q} {input.duplication:q} \
-            >{log:q} 2>&1
+            {input.sv:q} >{log:q} 2>&1
         """
 
 

@@ -179,9 +179,52 @@ rule sv_vcf:
         """
 
 
-# What `rule all` asks for: every SV pair's results.
-SV_TARGETS = expand(
-    sv_result("{sv_tumor}", "{suffix}"),
-    sv_tumor=SV_PAIRS,
-    suffix=[".txt", ".filt.txt", ".filt.vcf.gz", ".filt.vcf.gz.tbi"],
-)
+rule sv_summary:
+    input:
+        result=rules.sv_filt.output.result,
+        filtered=rules.sv_utils_filter.output.filtered,
+    output:
+        tsv=report(
+            sv_summary_file("{sv_tumor}", ".tsv"),
+            caption="../report/sv_summary_tsv.rst",
+            category="Structural variants",
+            subcategory="{sv_tumor}",
+            labels={"content": "SV counts (TSV)"},
+        ),
+        png=report(
+            sv_summary_file("{sv_tumor}", ".png"),
+            caption="../report/sv_summary_png.rst",
+            category="Structural variants",
+            subcategory="{sv_tumor}",
+            labels={"content": "SV summary plot"},
+        ),
+    log:
+        log_path("sv_summary", "{sv_tumor}"),
+    benchmark:
+        bench_path("sv_summary", "{sv_tumor}")
+    conda:
+        "../../envs/plot.yaml"
+    params:
+        python=PYTHON,
+        # matplotlib's font cache goes to the job's work directory (MPLCONFIGDIR), not to $HOME.
+        work_dir_setup=work_dir_setup("sv_summary", tier="node_local"),
+    shell:
+        """
+        (
+            {params.work_dir_setup} {log:q}
+            {params.python} -m genomon_smk.steps.sv_summary summary --result {input.result:q} \
+                --filtered {input.filtered:q} --tumor {wildcards.sv_tumor:q} \
+                --tsv {output.tsv:q} --png {output.png:q}
+        ) >{log:q} 2>&1
+        """
+
+
+# What `rule all` asks for: every SV pair's results and summary.
+SV_TARGETS = [
+    *expand(
+        sv_result("{sv_tumor}", "{suffix}"),
+        sv_tumor=SV_PAIRS,
+        suffix=[".txt", ".filt.txt", ".filt.vcf.gz", ".filt.vcf.gz.tbi"],
+    ),
+    *expand(rules.sv_summary.output, sv_tumor=SV_PAIRS),
+]

@@ -47,12 +47,20 @@ def config_problems(config: dict, schema: dict, config_files: list[str]) -> list
     """Every schema problem of `config`, as `FILE:LINE: key 'a.b': message`; the line is looked
     up in the last config file that sets the key (later files override earlier ones)."""
     lines = [(path, key_lines(path)) for path in reversed(config_files)]
-    problems = []
     validator = jsonschema.validators.validator_for(schema)(schema)
-    for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]):
-        path, message = describe(error)
-        where = next(((name, found[path]) for name, found in lines if path in found), None)
-        place = f"{where[0]}:{where[1]}" if where else (config_files[-1] if config_files else "config")
-        key = ".".join(path) or "(top level)"
-        problems.append(f"{place}: key '{key}': {message}")
-    return problems
+    return [
+        key_problem(*describe(error), config_files, lines)
+        for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
+    ]
+
+
+def key_problem(path: tuple[str, ...], message: str, config_files: list[str], lines=None) -> str:
+    """`FILE:LINE: key 'a.b': message`, the line of the last config file that sets the key (the
+    last file without a line when none sets it: the schema's default); lines: key_lines of the
+    files, last first, when already read."""
+    if lines is None:
+        lines = [(name, key_lines(name)) for name in reversed(config_files)]
+    where = next(((name, found[path]) for name, found in lines if path in found), None)
+    place = f"{where[0]}:{where[1]}" if where else (config_files[-1] if config_files else "config")
+    key = ".".join(path) or "(top level)"
+    return f"{place}: key '{key}': {message}"

@@ -121,3 +121,24 @@ def consistency_problems(fasta: str) -> list[str]:
         problems.append(f"reference: the bwa index of {fasta} is of another FASTA (bwa index: {differing} in the "
                         f".fai); rebuild it with: bwa index {fasta}")
     return problems
+
+
+# The contig names of annot_utils' gene and exon tables (GenomonSV filt's and sv_utils' --grc):
+# GRC's (Genomon's GRCh37) and UCSC's.
+GRC_CONTIGS = frozenset([*map(str, range(1, 23)), "X", "Y", "MT"])
+UCSC_CONTIGS = frozenset([*(f"chr{n}" for n in range(1, 23)), "chrX", "chrY", "chrM"])
+
+
+def sv_annotation_naming_problem(contigs: list[str], grc: bool) -> str | None:
+    """Why sv_filt.grc cannot annotate this reference, or None: no contig has a name of the chosen
+    convention while some have the other's (a reference named neither way is not judged)."""
+    chosen, other = (GRC_CONTIGS, UCSC_CONTIGS) if grc else (UCSC_CONTIGS, GRC_CONTIGS)
+    if set(contigs) & chosen or not set(contigs) & other:
+        return None
+    convention = "GRC's (1, 2, X, MT)" if grc else "UCSC's (chr1, chr2, chrX, chrM)"
+    found = ", ".join(sorted(set(contigs) & other, key=contigs.index)[:4])
+    return (
+        f"{str(grc).lower()} looks up genes and exons by {convention} contig names, but the reference "
+        f"names its contigs the other way ({found}, ...): every Gene_1, Gene_2, Exon_1 and Exon_2 column of "
+        f"the SV results would be '---'. Set sv_filt.grc: {str(not grc).lower()}"
+    )

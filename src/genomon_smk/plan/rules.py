@@ -59,10 +59,12 @@ RULES: tuple[Rule, ...] = (
     Rule("sv_filt", "sv detection", "sv pair", 30, "sv_filt", ("output", "temp"), runtime=240),
     Rule("sv_utils_filter", "sv detection", "sv pair"),
     Rule("sv_vcf", "sv detection", "sv pair"),
+    Rule("sv_summary", "sv detection", "sv pair"),
     Rule("bam_stats", "qc", "qc sample"),
     Rule("read_pair_integrity", "qc", "mapped qc sample"),
     Rule("coverage", "qc", "qc sample"),
     Rule("duplication_metrics", "qc", "mapped qc sample"),
+    Rule("sv_multiqc_tables", "qc", "sv qc run"),
     Rule("multiqc", "qc", "qc run"),
     Rule("utilisation_timeline", "qc", "run"),
 )

@@ -70,6 +70,7 @@ class CohortShape:
             "imported sample": self.imported,
             "qc sample": qc_samples,
             "qc run": 1 if qc_samples else 0,  # the report of every QC sample, if any
+            "sv qc run": 1 if qc_samples and self.sv_pairs else 0,  # the report's SV tables
             "mapped qc sample": self.samples if self.mapped_qc_samples is None else self.mapped_qc_samples,
             "sample": self.samples,
             "sample x chunk": self.samples * self.chunks,
@@ -142,7 +143,8 @@ def stage_table(shape: CohortShape, storage_rules: dict, priorities: dict[str, i
     per_stage = stage_jobs(counts)
     lines = [
         f"Stage plan: {shape.samples + shape.imported} samples ({shape.samples} mapped, {shape.imported} imported), "
-        f"{shape.pairs} pairs, {shape.chunks} chunks per mapped sample, "
+        f"pairs: {shape.pairs} for mutation calls, {shape.sv_pairs} for SV detection; "
+        f"{shape.chunks} chunks per mapped sample, "
         f"{shape.regions} regions ({shape.mutation_regions} for mutations)",
         f"  {'stage / rule':<26}{'one job per':<24}{'jobs':>8}{'priority':>10}  tiers",
     ]

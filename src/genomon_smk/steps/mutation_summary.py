@@ -152,11 +152,23 @@ def summary_rows(tumor: str, unfiltered: StageSummary, filtered: StageSummary, e
             yield (tumor, "vaf", "filtered", kind, label, int(count))
 
 
-def write_tsv(path: str, rows) -> None:
+def write_tsv(path: str, rows, columns=TSV_COLUMNS) -> None:
+    """A header line of columns, then the rows, tab-separated."""
     with open(path, "w") as out:
-        out.write("\t".join(TSV_COLUMNS) + "\n")
+        out.write("\t".join(columns) + "\n")
         for row in rows:
             out.write("\t".join(str(cell) for cell in row) + "\n")
+
+
+def label_stacked_bars(axis, heights: np.ndarray, xlabel: str, ylabel: str, title: str) -> None:
+    """Labels of a panel of stacked bars whose stacks reach `heights`; room above the highest,
+    a legend when anything is drawn."""
+    axis.set_ylim(0, max(1.0, heights.max()) * 1.12)
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(ylabel)
+    axis.set_title(title)
+    if heights.any():
+        axis.legend(fontsize=8)
 
 
 def plot_summary(path: str, tumor: str, unfiltered: StageSummary, filtered: StageSummary, edges: np.ndarray) -> None:
@@ -198,12 +210,7 @@ def plot_summary(path: str, tumor: str, unfiltered: StageSummary, filtered: Stag
                          label=kind, color=colour, edgecolor="white")
             bottom += counts
     vaf_axis.set_xlim(0, 1)
-    vaf_axis.set_ylim(0, max(1.0, bottom.max()) * 1.12)
-    vaf_axis.set_xlabel("tumor allele frequency")
-    vaf_axis.set_ylabel("filtered calls")
-    vaf_axis.set_title("tumor VAF (filtered calls)")
-    if bottom.any():
-        vaf_axis.legend(fontsize=8)
+    label_stacked_bars(vaf_axis, bottom, "tumor allele frequency", "filtered calls", "tumor VAF (filtered calls)")
 
     for axis in (calls_axis, classes_axis):
         axis.margins(y=0.12)  # room for the bar labels

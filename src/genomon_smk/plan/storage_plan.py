@@ -16,7 +16,7 @@ from dataclasses import dataclass
 FASTQ_PER_GZ = 3.5
 SAM_PER_FASTQ = 1.33  # paper: SAM 363 GiB from 272 GiB of FASTQ
 BAM_PER_FASTQ = 0.35  # paper: markdup BAM 95 GiB from 272 GiB of FASTQ
-PIECE_PER_BAM = 1.45  # sorted region pieces at compression level 1 (bench preset: 152 / 104 MB)
+PIECE_PER_BAM = 1.34  # sorted region pieces, compressed at level 1 by samtools (bench preset: 139 / 104 MB)
 SORT_TEMP_PER_BAM = 1.0  # sort temporaries about the size of their input
 MERGED_PER_BAM = 4.3  # markdup's merged input, uncompressed (bench preset: 443 / 104 MB)
 # GenomonSV parse's sort files: 1.5% of the tumor's BAM on the .test data (junction and improper

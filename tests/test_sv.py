@@ -312,3 +312,14 @@ def test_annotation_naming_check_compares_the_conventions():
     # A reference named neither way (e.g. another species' scaffolds) or both ways is not judged.
     assert sv_annotation_naming_problem(["scaffold_1", "scaffold_2"], grc=True) is None
     assert sv_annotation_naming_problem(["chr1", "1"], grc=True) is None
+
+
+def test_a_step_reports_bad_input_in_one_line_and_fails(capsys):
+    from genomon_smk.steps import exit_status
+
+    def bad_row():
+        raise ValueError("result.txt line 3: 12 columns, GenomonSV writes 28")
+
+    assert exit_status("sv_result", bad_row) == 1
+    assert capsys.readouterr().err == "sv_result: result.txt line 3: 12 columns, GenomonSV writes 28\n"
+    assert exit_status("sv_result", lambda: None) == 0

@@ -14,6 +14,7 @@ import sys
 
 import pysam
 
+from genomon_smk.steps import exit_status
 from genomon_smk.steps.merge_mutation import add_vcf_arguments, meta_lines, source_version, tool_version
 
 COLUMNS = (
@@ -133,18 +134,16 @@ def main(argv=None) -> int:
     result.add_argument("--version-of", nargs="*", default=[], help="tool commands whose --version goes into the meta line")
     add_vcf_arguments(commands.add_parser("vcf", help="a result -> bgzipped, indexed VCF of breakend records"))
     args = parser.parse_args(argv)
-    try:
+
+    def run() -> None:
         if args.command == "result":
             rows = write_result(args.raw, args.out, [tool_version(tool) for tool in args.version_of])
             print(f"sv_result: {rows} SV junctions")
         else:
             rows = write_vcf(args.result, args.reference, args.out, args.tumor, args.normal)
             print(f"sv_result: {rows} SV junctions written as {2 * rows} breakend records")
-    except ValueError as error:
-        print(f"sv_result: {error}", file=sys.stderr)
-        return 1
-    return 0
 
+    return exit_status("sv_result", run)
 
 if __name__ == "__main__":
     sys.exit(main())

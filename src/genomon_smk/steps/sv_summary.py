@@ -32,6 +32,7 @@ import sys
 from collections import Counter
 from typing import Iterable
 
+from genomon_smk.steps import exit_status
 from genomon_smk.steps.mutation_summary import label_stacked_bars, write_tsv
 from genomon_smk.steps.sv_result import read_rows
 
@@ -197,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     multiqc.add_argument("--svs", required=True, help="output: filtered junctions per tumor (_mqc.tsv)")
     multiqc.add_argument("--parse-counts", required=True, help="output: parse clusters and reads per sample (_mqc.tsv)")
     args = parser.parse_args(argv)
-    try:
+
+    def run() -> None:
         if args.command == "summary":
             unfiltered = count_junctions(read_rows(args.result))
             filtered = count_junctions(read_rows(args.filtered))
@@ -208,11 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             parsed = dict(item.split("=", 1) for item in args.parsed)
             write_multiqc_tables(args.summaries, parsed, args.svs, args.parse_counts)
-    except ValueError as error:
-        print(f"sv_summary: {error}", file=sys.stderr)
-        return 1
-    return 0
 
+    return exit_status("sv_summary", run)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -208,7 +208,7 @@ def test_an_imported_bam_indexed_as_prefix_bai_is_accepted(fastqs):
         ("[bam_import]\n\nc,other.bam\n", r"genomon.csv:3: field 'bam': BAM .*other.bam was mapped to another reference"),
         ("[bam_import]\nc,x.bam\n[bam_tofastq]\nc,x.bam\n", r"genomon.csv:4: sample 'c' is defined twice in \[bam_tofastq\] \(first at .*genomon.csv:2\)"),
         ("[bam_import]\nc,x.bam\nd,x.bam\n[sv_detection]\nc,d\nc,None\n", r"genomon.csv:6: tumor 'c' already has a row at .*genomon.csv:5"),
-        ("[bam_import]\nc,x.bam\n[sv_detection]\nc,ghost,None\n", r"genomon.csv:4: field 'normal': unknown sample 'ghost'"),
+        ("[bam_import]\nc,x.bam\n[sv_detection]\nc,ghost,None\n", r"genomon.csv:4: field 'normal': unknown sample 'ghost' \(not in the sheet's \[fastq\], \[bam_tofastq\] or \[bam_import\] sections\)"),
         ("[bam_import]\nc,x.bam\n[qc]\nc\nghost\n", r"genomon.csv:5: \[qc\] names unknown sample 'ghost'"),
         ("[fastq]\nt,t1_R1.fq.gz,empty.fq.gz\n", r"genomon.csv:2: field 'fq2': holds no reads: .*empty.fq.gz"),
         ("[fastq]\nt,t1_R1.fq.gz;empty.fq.gz,t1_R2.fq.gz;t2_R2.fq.gz\n", r"genomon.csv:2: field 'fq1': holds no reads: .*empty.fq.gz"),

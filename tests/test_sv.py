@@ -3,6 +3,7 @@ the generator planted, Genomon's layout of the results, the VCF, and the guards 
 GenomonSV's silent empty result."""
 
 import csv
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -297,11 +298,20 @@ def test_sv_only_sheet_plans_its_pairs_and_the_annotation_naming_is_checked(tmp_
     assert "pairs: 0 for mutation calls, 1 for SV detection;" in run.stderr, run.stderr[:3000]
     assert "identify_mutations" not in run.stdout and "sv_filt" in run.stdout
     warning = [line for line in run.stderr.splitlines() if "sv_filt.grc" in line]
-    assert len(warning) == 1 and warning[0].startswith(f"WARNING: {config}")
+    assert len(warning) == 1 and warning[0].startswith(f"warning: {config}")
     assert "chr1, chr2, chr3" in warning[0] and "Set sv_filt.grc: false" in warning[0]
     # The .test configs set grc: false (UCSC names): no warning.
     quiet = run_snakemake(write_config(tmp_path / "quiet", testdata), "-n", "--quiet", "rules")
     assert "sv_filt.grc" not in quiet.stderr
+    # A UCSC repeat table still to be built serves only mutation calls: without them the stage
+    # plan counts no set-up job for it, and its total is Snakemake's.
+    config = write_config(tmp_path / "sv-only-repeats", testdata, samples=None, pairs=None, control_panels=None,
+                          genomon_sample_sheet=str(sheet), simple_repeat_db=str(testdata / "bare" / "simpleRepeat.txt.gz"),
+                          resources_dir=str(tmp_path / "resources"))
+    plan = run_snakemake(config, "-n", "--quiet", "rules")
+    planned = int(re.search(r"total \(with rule all\) +(\d+)", plan.stderr).group(1))
+    counted = int(re.search(r"^total +(\d+)$", plan.stdout, flags=re.M).group(1))
+    assert planned == counted and "simple_repeat_db" not in plan.stdout, plan.stderr[:3000]
 
 
 def test_annotation_naming_check_compares_the_conventions():

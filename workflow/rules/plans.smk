@@ -26,12 +26,17 @@ REFERENCE_BUILD_BYTES = estimated_build_bytes(CONTIGS)
 
 
 def setup_sizes():
-    """Bytes of what the set-up rules still have to build, by rule (none when all is there); the
-    simple-repeat database is about the size of the (gzipped) UCSC table."""
+    """Bytes of what the set-up rules still have to build for this run, by rule (none when all is
+    there); the simple-repeat database, about the size of the (gzipped) UCSC table, only for the
+    mutation calls that read it."""
     estimates = dict(REFERENCE_BUILD_BYTES)
-    if SIMPLE_REPEAT:
+    if SIMPLE_REPEAT and PAIRS:
         estimates["simple_repeat_db"] = file_bytes([SIMPLE_REPEAT.source])
-    return {rule_name: estimates[rule_name] for rule_name in SETUP_PENDING}
+    return {
+        rule_name: estimates[rule_name]
+        for rule_name in SETUP_PENDING
+        if rule_name in estimates
+    }
 
 
 SETUP_SIZES = setup_sizes()
@@ -210,7 +215,7 @@ def sv_annotation_warnings():
     )
     if not problem:
         return []
-    return [f"WARNING: {key_problem(('sv_filt', 'grc'), problem, CONFIG_FILES)}"]
+    return [f"warning: {key_problem(('sv_filt', 'grc'), problem, CONFIG_FILES)}"]
 
 
 if workflow.is_main_process:

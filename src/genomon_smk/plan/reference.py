@@ -136,9 +136,10 @@ def sv_annotation_naming_problem(contigs: list[str], grc: bool) -> str | None:
     if set(contigs) & chosen or not set(contigs) & other:
         return None
     convention = "GRC's (1, 2, X, MT)" if grc else "UCSC's (chr1, chr2, chrX, chrM)"
-    found = ", ".join(sorted(set(contigs) & other, key=contigs.index)[:4])
+    named = sorted(set(contigs) & other, key=contigs.index)
+    found = ", ".join(named[:4]) + (", ..." if len(named) > 4 else "")
     return (
         f"{str(grc).lower()} looks up genes and exons by {convention} contig names, but the reference "
-        f"names its contigs the other way ({found}, ...): every Gene_1, Gene_2, Exon_1 and Exon_2 column of "
+        f"names its contigs the other way ({found}): every Gene_1, Gene_2, Exon_1 and Exon_2 column of "
         f"the SV results would be '---'. Set sv_filt.grc: {str(not grc).lower()}"
     )

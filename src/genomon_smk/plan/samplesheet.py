@@ -442,6 +442,7 @@ def check_cohort(
     problems: Problems,
     panels_where: str = "control_panels",
     reference: tuple[str, list[tuple[str, int]]] | None = None,
+    samples_where: str = "the samples table",
 ) -> None:
     """Checks a schema cannot express: safe unique names, known references, readable distinct
     files, panel BAMs indexed and mapped to the reference (when its .fai and contigs are given)."""
@@ -508,11 +509,11 @@ def check_cohort(
     for sample in cohort.qc_samples or []:
         if sample not in known:
             problems.add(cohort.qc_where[sample], f"[qc] names unknown sample '{sample}'")
-    check_pairs(cohort.pairs, known, cohort.panels, problems)
-    check_pairs(cohort.sv_pairs, known, cohort.panels, problems)
+    check_pairs(cohort.pairs, known, cohort.panels, problems, samples_where)
+    check_pairs(cohort.sv_pairs, known, cohort.panels, problems, samples_where)
 
 
-def check_pairs(pairs: list[Pair], known: set[str], panels: dict, problems: Problems) -> None:
+def check_pairs(pairs: list[Pair], known: set[str], panels: dict, problems: Problems, samples_where: str) -> None:
     """Tumors unique, samples and panels known, tumor and normal distinct."""
     tumors: dict[str, Where] = {}
     for pair in pairs:
@@ -521,7 +522,7 @@ def check_pairs(pairs: list[Pair], known: set[str], panels: dict, problems: Prob
         tumors[pair.tumor] = pair.where
         for column, sample in (("tumor", pair.tumor), ("normal", pair.normal)):
             if sample is not None and sample not in known:
-                problems.add(pair.where, f"field '{column}': unknown sample '{sample}' (not in the samples table)")
+                problems.add(pair.where, f"field '{column}': unknown sample '{sample}' (not in {samples_where})")
         if pair.normal is not None and pair.normal == pair.tumor:
             problems.add(pair.where, "tumor and normal are the same sample")
         if pair.panel is not None and pair.panel not in panels:
@@ -550,6 +551,7 @@ def load_cohort(
             raise InputError(f"config: genomon_sample_sheet: file not found: {genomon_sample_sheet}")
         cohort = read_genomon_sheet(genomon_sample_sheet, problems)
         panels_where = genomon_sample_sheet
+        samples_where = "the sheet's [fastq], [bam_tofastq] or [bam_import] sections"
     else:
         if not samples:
             raise InputError("config: 'samples' (or 'genomon_sample_sheet') is required")
@@ -564,10 +566,11 @@ def load_cohort(
             for name, members in (control_panels or {}).items()
         }
         panels_where = "config: control_panels"
+        samples_where = "the samples table"
     reference = None
     if reference_fai:
         reference = (reference_fai, reference_contigs if reference_contigs is not None else read_fai(reference_fai))
-    check_cohort(cohort, problems, panels_where, reference)
+    check_cohort(cohort, problems, panels_where, reference, samples_where)
     problems.raise_if_any()
     return cohort
 

@@ -145,7 +145,7 @@ def stage_table(shape: CohortShape, storage_rules: dict, priorities: dict[str, i
         f"Stage plan: {shape.samples + shape.imported} samples ({shape.samples} mapped, {shape.imported} imported), "
         f"pairs: {shape.pairs} for mutation calls, {shape.sv_pairs} for SV detection; "
         f"{shape.chunks} chunks per mapped sample, "
-        f"{shape.regions} regions ({shape.mutation_regions} for mutations)",
+        f"{shape.regions} regions" + (f" ({shape.mutation_regions} for mutations)" if shape.pairs else ""),
         f"  {'stage / rule':<26}{'one job per':<24}{'jobs':>8}{'priority':>10}  tiers",
     ]
     for stage, rules in STAGES:

@@ -23,12 +23,11 @@ from genomon_smk.plan.resources import (
     simple_repeat_table_problems,
     stem,
 )
-from genomon_smk.plan.rules import FACTS, SETUP_STAGE
+from genomon_smk.plan.rules import SETUP_RULES, SETUP_STAGE
 from genomon_smk.steps.reference_setup import build_simple_repeat_db, concatenate_fasta
 from test_mutation_workflow import result_path, result_rows
 from test_stage_plan import job_stats, printed_plan
 
-SETUP_RULES = {name for name, rule in FACTS.items() if rule.stage == SETUP_STAGE}
 
 
 def fasta_records(path):

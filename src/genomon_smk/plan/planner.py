@@ -30,9 +30,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from genomon_smk.plan.rules import PRIORITIES, RULES, SETUP_STAGE
-
-SETUP_RULES = {rule.name for rule in RULES if rule.stage == SETUP_STAGE}
+from genomon_smk.plan.rules import PRIORITIES, SETUP_RULES
 
 # The paper shape's stages as the workflow's rules, and their priorities: map jobs fill the gaps
 # (the paper's low-priority queue).

@@ -74,6 +74,7 @@ TARGET_RULE = "all"
 # The rule that names only what the set-up rules build (`snakemake ... setup`).
 SETUP_TARGET = "setup"
 SETUP_STAGE = "reference set-up"
+SETUP_RULES = frozenset(rule.name for rule in RULES if rule.stage == SETUP_STAGE)
 
 FACTS = {rule.name: rule for rule in RULES}
 # Genomon's stages in pipeline order.

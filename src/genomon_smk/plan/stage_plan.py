@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from genomon_smk.plan.rules import RULES, SETUP_STAGE, TARGET_RULE
+from genomon_smk.plan.rules import RULES, SETUP_RULES, SETUP_STAGE, TARGET_RULE
 from genomon_smk.plan.rules import STAGES as STAGE_NAMES
 
 # Genomon's stages in pipeline order, each with its rules and what a rule has one job per
@@ -28,7 +28,6 @@ STORAGE_ROLES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 # What a set-up rule has one job per: the file it builds, if still missing.
 SETUP_UNITS = {rule.per for rule in RULES if rule.stage == SETUP_STAGE}
-SETUP_RULES = {rule.name for rule in RULES if rule.stage == SETUP_STAGE}
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,15 @@ found are reported together, so a user fixes the sheet in one go.
 from __future__ import annotations
 
 import csv
-import gzip
 import os
 import re
-import zlib
 from dataclasses import dataclass, field
 
 import jsonschema
 import yaml
 
 from genomon_smk.plan.regions import read_fai
+from genomon_smk.plan.resources import GZIP_ERRORS, open_maybe_gzipped
 
 # Names reach file paths and shell command lines: allow only characters that need no quoting.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -429,11 +428,9 @@ def fastq_problem(path: str) -> str | None:
 def first_line(path: str) -> bytes:
     """The first line of a (gzipped or plain) file; b'' when it has none or cannot be read."""
     try:
-        with open(path, "rb") as probe:
-            gzipped = probe.read(2) == b"\x1f\x8b"
-        with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as handle:
+        with open_maybe_gzipped(path) as handle:
             return handle.readline(4096)
-    except (OSError, EOFError, zlib.error):
+    except (OSError, *GZIP_ERRORS):
         return b""
 
 

@@ -11,6 +11,9 @@ that share one resources_dir start).
 
 # Each build is named by its directory (<name>-<key>) in logs and benchmarks.
 REFERENCE_BUILD = os.path.basename(os.path.dirname(REFERENCE))
+SIMPLE_REPEAT_BUILD = (
+    os.path.basename(os.path.dirname(SIMPLE_REPEAT.db)) if SIMPLE_REPEAT else None
+)
 # Runs of other projects may build the same directory at the same moment: one builds, the
 # others wait and find it built.
 BUILD_ONCE_SCRIPT = f"{workflow.basedir}/scripts/build-once.sh"
@@ -93,15 +96,9 @@ if SIMPLE_REPEAT and SIMPLE_REPEAT.built:
             db=SIMPLE_REPEAT.files[0],
             tbi=SIMPLE_REPEAT.files[1],
         log:
-            log_path(
-                "simple_repeat_db",
-                os.path.basename(os.path.dirname(SIMPLE_REPEAT.db)),
-            ),
+            log_path("simple_repeat_db", SIMPLE_REPEAT_BUILD),
         benchmark:
-            bench_path(
-                "simple_repeat_db",
-                os.path.basename(os.path.dirname(SIMPLE_REPEAT.db)),
-            )
+            bench_path("simple_repeat_db", SIMPLE_REPEAT_BUILD)
         conda:
             "../../envs/python.yaml"
         resources:

@@ -15,9 +15,7 @@ import sys
 
 import pysam
 
-from genomon_smk.plan.resources import open_maybe_gzipped, ucsc_rows
-
-BLOCK = 1 << 22
+from genomon_smk.plan.resources import BLOCK, open_maybe_gzipped, ucsc_rows
 
 
 def concatenate_fasta(sources: list[str], out: str) -> None:

@@ -77,10 +77,11 @@ def storage_plan():
     uses += sv_uses(
         [sv_bam_bytes(SV_PARSED[name]) for name in SV_PARSED], len(SV_PAIRS), RULE_TIERS
     )
-    # The reference's copy on the cache tier: its files, or what they will be once built.
-    reference_bytes = file_bytes(reference_files(REFERENCE))
-    if REFERENCE_PLAN.built and SETUP_SIZES:
+    # The reference's copy on the cache tier: what it will be once built, or its files.
+    if REFERENCE_BUILD_BYTES.keys() & SETUP_SIZES.keys():
         reference_bytes = sum(REFERENCE_BUILD_BYTES.values())
+    else:
+        reference_bytes = file_bytes(reference_files(REFERENCE))
     peak = peaks(uses, reference_bytes)
     if workflow.is_main_process:
         print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)

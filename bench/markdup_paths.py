@@ -7,11 +7,12 @@ chunks and alignments of the `bench` preset, step by step; and the marked BAMs c
 before (the pipeline until 2026-11): the map job scatters bwa's alignments into unsorted pieces
 (compression level 1); markdup runs `samtools cat` of a region's pieces | bamsort |
 bammarkduplicates (reading stdin).
-now: the map job writes the pieces uncompressed and bamsorts each (uncompressed, then compressed
-at level 1 by samtools: genomon_smk.steps.scatter); markdup merges them with bammerge into an
-uncompressed file, which bammarkduplicates reads.
+now: the map job bamsorts the chunk and cuts it into region pieces with samtools (compressed at
+level 1: genomon_smk.steps.scatter); markdup merges a region's pieces with bammerge, streamed into
+bammarkduplicates (which keeps its input as an uncompressed BAM for its second pass).
 
-bwa runs once per chunk (to a SAM file, not timed): both paths start from the same alignments.
+bwa runs once per chunk (to a SAM file, not timed): both paths start from the same alignments
+(in the pipeline the sort reads bwa's pipe and overlaps bwa's work: here it is all counted).
 Prints wall and CPU seconds of the scatter (summed over chunks) and of markdup (summed over
 regions) for each path, their ratios, and whether the marked BAMs hold the same records in the
 same order with the same duplicate flags, and the same metrics: exit status 1 if not. The
@@ -43,9 +44,11 @@ BEFORE_MARKDUP = (
     "index=1 indexfilename=out.bam.bai tmpfile=markdup >out.bam"
 )
 NOW_MARKDUP = (
-    "bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge >merged.bam && bammarkduplicates I=merged.bam "
-    "M=metrics.txt markthreads={t} index=1 indexfilename=out.bam.bai tmpfile=markdup >out.bam && rm merged.bam"
+    "bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge | bammarkduplicates M=metrics.txt markthreads={t} "
+    "rewritebam=1 rewritebamlevel=0 index=1 indexfilename=out.bam.bai tmpfile=markdup >out.bam"
 )
+# Genomon's scatter (unsorted pieces), which the pipeline no longer runs.
+BEFORE_SCATTER = "import sys; from genomon_smk.steps.scatter import scatter_unsorted; scatter_unsorted(*sys.argv[1:])"
 
 
 def timed(command: list[str] | str, cwd: Path | None = None) -> tuple[float, float]:
@@ -116,14 +119,20 @@ def main() -> int:
     print(f"bench preset, sample {args.sample}: {args.chunks} chunks, {len(regions)} regions, "
           f"{args.threads} threads; load {' '.join(Path('/proc/loadavg').read_text().split()[:3])}", flush=True)
 
-    scatter = [python, "-m", "genomon_smk.steps.scatter", "--regions", str(out / "regions.tsv")]
     totals = {}
     for path in ("before", "now"):
         scatter_seconds, markdup_seconds = [0.0, 0.0], [0.0, 0.0]
         for number, sam in enumerate(sams):
             pieces = out / path / "pieces" / f"{number:04d}"
-            sort = ["--work-dir", str(out / path / "work" / f"{number:04d}")] if path == "now" else []
-            add(scatter_seconds, timed([*scatter, "--out-dir", str(pieces), *sort, str(sam)]))
+            if path == "before":
+                scatter = [python, "-c", BEFORE_SCATTER, str(sam), str(out / "regions.tsv"), str(pieces)]
+            else:
+                work_dir = out / path / "work" / f"{number:04d}"
+                work_dir.mkdir(parents=True)
+                scatter = [python, "-m", "genomon_smk.steps.scatter", "--regions", str(out / "regions.tsv"),
+                           "--out-dir", str(pieces), "--work-dir", str(work_dir), "--threads", str(args.threads),
+                           *(["--drop-programs"] if number else []), str(sam)]
+            add(scatter_seconds, timed(scatter))
         for region in regions:
             run_dir = out / path / "markdup" / region.name
             run_dir.mkdir(parents=True)

@@ -1,6 +1,6 @@
-"""The map job's scatter: bwa's SAM read from a pipe, every record in its region's piece, and
-(with a work directory) the pieces coordinate-sorted, so that markdup merges them with bammerge
-and gets the very BAM, duplicate flags and metrics that sorting their concatenation gave."""
+"""The map job's scatter: bwa's SAM read from a pipe, every record in its region's piece, the
+pieces coordinate-sorted, so that markdup merges them with bammerge and gets the very BAM,
+duplicate flags and metrics that sorting their concatenation (Genomon's way) gave."""
 
 import subprocess
 import sys
@@ -11,7 +11,7 @@ import pytest
 
 from conftest import bam_records
 from genomon_smk.plan.regions import read_regions
-from genomon_smk.steps.scatter import CHECKSUM_COMMENT, scatter
+from genomon_smk.steps.scatter import CHECKSUM_COMMENT, scatter, scatter_unsorted
 
 CHUNKS = 3
 
@@ -72,14 +72,12 @@ def programs(bam) -> list[str]:
             for line in bam_records(bam, programs=True) if line.startswith("@PG")]
 
 
-def markdup(command: str, directory, piped: bool) -> tuple[list[str], list[str]]:
-    """Run `command | bammarkduplicates` (piped) or bammarkduplicates on command's output file
-    in directory; (records and header without @PG and bamsort's checksum comments, @RG fields
-    sorted; metrics rows)."""
-    marking = "bammarkduplicates M=metrics.txt markthreads=2 tmpfile=markdup >out.bam"
-    shell = f"{command} | {marking}" if piped else f"{command} >merged.bam && {marking.replace('M=', 'I=merged.bam M=')}"
-    subprocess.run(f"set -o pipefail; {shell}", shell=True, executable="/bin/bash", cwd=directory, check=True,
-                   capture_output=True)
+def markdup(command: str, directory, options: str = "") -> tuple[list[str], list[str]]:
+    """Run `command | bammarkduplicates <options>` in directory; (records and header without
+    @PG and bamsort's checksum comments, @RG fields sorted; metrics rows)."""
+    marking = f"bammarkduplicates M=metrics.txt markthreads=2 {options} tmpfile=markdup >out.bam"
+    subprocess.run(f"set -o pipefail; {command} | {marking}", shell=True, executable="/bin/bash", cwd=directory,
+                   check=True, capture_output=True)
     metrics = [line for line in (directory / "metrics.txt").read_text().splitlines() if not line.startswith("#")]
     records = [line for line in bam_records(directory / "out.bam") if not line.startswith(CHECKSUM_COMMENT)]
     # bammerge writes an @RG line's fields in its own order.
@@ -90,9 +88,9 @@ def markdup(command: str, directory, piped: bool) -> tuple[list[str], list[str]]
 
 def test_merging_sorted_pieces_marks_the_bam_that_sorting_their_concatenation_marked(chunk_sams, pipeline_run,
                                                                                     tmp_path):
-    """Per region: bammerge of the sorted pieces into a file that bammarkduplicates reads (this
-    pipeline) against `samtools cat` of the unsorted pieces into bamsort into bammarkduplicates
-    (the pipeline before): the same records in the same order,
+    """Per region: bammerge of the sorted pieces into bammarkduplicates, which keeps an
+    uncompressed copy of its input (this pipeline), against `samtools cat` of the unsorted pieces
+    into bamsort into bammarkduplicates (Genomon's way): the same records in the same order,
     duplicate flags and metrics; the header differs only by bamsort's checksum comments and the
     order of the @RG fields."""
     regions_tsv = str(pipeline_run / "regions.tsv")
@@ -100,7 +98,7 @@ def test_merging_sorted_pieces_marks_the_bam_that_sorting_their_concatenation_ma
         work = tmp_path / f"work{number}"
         work.mkdir()
         scatter(str(sam), regions_tsv, str(tmp_path / "sorted" / f"{number:04d}"), str(work), keep_programs=number == 0)
-        scatter(str(sam), regions_tsv, str(tmp_path / "unsorted" / f"{number:04d}"))
+        scatter_unsorted(str(sam), regions_tsv, str(tmp_path / "unsorted" / f"{number:04d}"))
     duplicates = 0
     for region in read_regions(regions_tsv):
         pieces = [f"{number:04d}/{region.name}.bam" for number in range(CHUNKS)]
@@ -110,9 +108,10 @@ def test_merging_sorted_pieces_marks_the_bam_that_sorting_their_concatenation_ma
         (merged_dir / "pieces.txt").write_text("".join(f"{tmp_path / 'sorted' / p}\n" for p in pieces))
         (sorted_dir / "pieces.txt").write_text("".join(f"{tmp_path / 'unsorted' / p}\n" for p in pieces))
         # As the markdup rule does now, and as it did before the map jobs sorted the pieces.
-        merged = markdup("bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge", merged_dir, piped=False)
+        merged = markdup("bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge", merged_dir,
+                         "rewritebam=1 rewritebamlevel=0")
         resorted = markdup("samtools cat -b pieces.txt -o - | bamsort SO=coordinate inputformat=bam level=1 "
-                           "tmpfile=bamsort", sorted_dir, piped=True)
+                           "tmpfile=bamsort", sorted_dir)
         assert merged == resorted, region.name
         # The first chunk's program lines (the other pieces have none), bammerge's and bammarkduplicates'.
         first = programs(tmp_path / "sorted" / pieces[0])

@@ -3,9 +3,9 @@
 The reference is pre-staged to the cache tier by stage_reference (once per node on a cluster),
 or with storage.reference_staging: llio_transfer, llio_transfer'd by every job that reads it.
 
-bwa's output streams into the scatter, which sorts each region's piece with bamsort on the
-node_local tier (it never leaves the job); the sorted pieces go to the map rule's output tier,
-and a per-sample gather re-files them by region for markdup.
+bwa's output streams into bamsort, which sorts the chunk while bwa maps, on the node_local tier
+(it never leaves the job); samtools cuts it into one sorted piece per region on the map rule's
+output tier, and a per-sample gather re-files them by region for markdup.
 """
 
 
@@ -97,7 +97,7 @@ rule map_reads:
             --manifest {input.staged:q})
         : >{log:q}
         {params.work_dir_setup} {log:q}
-        # bwa's alignments stream into the scatter, which sorts each region's piece in $work.
+        # bwa's alignments stream into the scatter's bamsort (sorting in $work while bwa maps).
         bwa mem -t {threads} -K {params.batch_bases} {params.bwa_params} -R '{params.read_group}' \
             "$reference" {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq 2>>{log:q} \
             | {params.python} -m genomon_smk.steps.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \

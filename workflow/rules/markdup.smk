@@ -1,6 +1,6 @@
 """Markdup: per sample and region, merge the region's coordinate-sorted pieces from all chunks
-with biobambam2 bammerge (the map jobs sorted them with bamsort) into an uncompressed BAM on the
-rule's temp tier, and mark duplicates with bammarkduplicates (which writes the index).
+with biobambam2 bammerge (the map jobs sorted them with bamsort), streamed into bammarkduplicates
+(which keeps an uncompressed copy of its input on the rule's temp tier and writes the index).
 """
 
 
@@ -31,14 +31,15 @@ rule markdup:
         ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
         # biobambam2 cuts its O=, M= and I= values at whitespace however they are quoted: it
         # runs in the work directory with relative names and writes the BAM to stdout.
-        # The merged BAM goes to a file, not a pipe: reading a file, bammarkduplicates
-        # recompresses its second pass on all markthreads (from a pipe, on one thread).
+        # bammerge streams into bammarkduplicates' first pass (one thread; the merge takes the
+        # other core), which keeps its input as an uncompressed BAM (rewritebam=1, level 0): its
+        # second pass then recompresses on all markthreads, as from a file (from its default
+        # snappy copy, on one thread).
         (
             cd "$work"
-            bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge >merged.bam
-            bammarkduplicates I=merged.bam M=metrics.txt markthreads={threads} \
-                index=1 indexfilename={output.bai:q} tmpfile=markdup >{output.bam:q}
-            rm merged.bam
+            bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge \
+                | bammarkduplicates M=metrics.txt markthreads={threads} rewritebam=1 rewritebamlevel=0 \
+                    index=1 indexfilename={output.bai:q} tmpfile=markdup >{output.bam:q}
         ) 2>{log:q}
         mv "$work/metrics.txt" {output.metrics:q}
         """

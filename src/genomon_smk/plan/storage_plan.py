@@ -18,7 +18,10 @@ SAM_PER_FASTQ = 1.33  # paper: SAM 363 GiB from 272 GiB of FASTQ
 BAM_PER_FASTQ = 0.35  # paper: markdup BAM 95 GiB from 272 GiB of FASTQ
 PIECE_PER_BAM = 1.34  # sorted region pieces, compressed at level 1 by samtools (bench preset: 139 / 104 MB)
 SORT_TEMP_PER_BAM = 1.0  # sort temporaries about the size of their input
-MERGED_PER_BAM = 4.3  # markdup's merged input, uncompressed (bench preset: 443 / 104 MB)
+# A map job's bamsort files and sorted chunk (uncompressed): at most 1.13 x the chunk's SAM
+# (a bench chunk sorted with blockmb=16, so that bamsort spilled as on a WGS chunk).
+SORTED_CHUNK_PER_SAM = 1.15
+MERGED_PER_BAM = 4.3  # bammarkduplicates' uncompressed copy of its merged input (bench preset: 443 / 104 MB)
 # GenomonSV parse's sort files: 1.5% of the tumor's BAM on the .test data (junction and improper
 # reads only); filt's annotation tables (annot_utils' hg19 genes and exons) 48 MiB, whatever the BAM.
 SV_PARSE_TEMP_PER_BAM = 0.02
@@ -62,8 +65,7 @@ def sample_uses(fastq_gz_bytes: int, chunks: int, regions: int, tiers: dict) -> 
     bam = fastq * BAM_PER_FASTQ
     return [
         Use("split_fastq", "output", tiers["split_fastq"]["output"], fastq),
-        # the chunk's uncompressed pieces before bamsort: under the chunk's SAM, counted as it
-        Use("map", "temp", tiers["map"]["temp"], fastq * SAM_PER_FASTQ / chunks, per_job=True),
+        Use("map", "temp", tiers["map"]["temp"], fastq * SAM_PER_FASTQ * SORTED_CHUNK_PER_SAM / chunks, per_job=True),
         Use("map", "output", tiers["map"]["output"], bam * PIECE_PER_BAM),
         Use("markdup", "temp", tiers["markdup"]["temp"], bam * MERGED_PER_BAM / regions, per_job=True),
         Use("markdup", "output", tiers["markdup"]["output"], bam),

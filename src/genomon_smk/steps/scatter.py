@@ -1,16 +1,16 @@
 """Scatter one chunk's alignments by region (Genomon's "scatter sam" into chr dirs).
 
-Each record goes to the region holding its position (reads without a position go to the
-`unmapped` region), so a region's markdup job finds all its reads in one file per chunk.
-Every region gets a file, empty or not, so later stages never have to guess which exist.
+bwa's SAM streams into biobambam2's bamsort, which coordinate-sorts the chunk while bwa maps
+(the plain `bwa mem | bamsort` way: the sort's work overlaps bwa's); then samtools cuts the
+sorted chunk into one BAM per region (compressed at level 1 by htslib's libdeflate on the job's
+threads). Each record goes to the region holding its start position (reads without a position
+go to the `unmapped` region), and every region gets a file, empty or not, so later stages never
+have to guess which exist.
 
-With a work directory (the map job's), the pieces are written there uncompressed and then
-coordinate-sorted into the output directory by biobambam2's bamsort: the sorting is done in the
-map jobs, spread over the cluster, and a region's markdup job merges its sorted pieces with
-bammerge, which gives the very order bamsort gives their concatenation (both keep the input
-order of equal positions), so the final BAM holds the same records in the same order. bamsort
-writes uncompressed and samtools compresses (htslib's libdeflate on the job's threads: about a
-third of the time bamsort's own zlib takes, while bwa's second core would otherwise idle).
+The sorting is done in the map jobs, spread over the cluster: a region's markdup job merges its
+sorted pieces with bammerge, which gives the very order bamsort gives their concatenation (both
+keep the input order of equal positions), so the final BAM holds the same records in the same
+order as sorting each region's reads at once would.
 """
 
 from __future__ import annotations
@@ -20,54 +20,121 @@ import os
 import shutil
 import subprocess
 import sys
+
 from contextlib import ExitStack
 
 import pysam
 
-from genomon_smk.plan.regions import RegionLookup, read_regions
+from genomon_smk.plan.regions import Region, RegionLookup, read_regions
 
-# Region pieces are read once by the next stage on the same file system: light compression
-# keeps them small without making bwa's partner step wait on zlib.
-PIECE_OPTIONS = ["level=1"]
-SORT = ["bamsort", "SO=coordinate", "inputformat=bam", "level=0", "verbose=0"]
+SORT = ["bamsort", "SO=coordinate", "inputformat=sam", "level=0", "verbose=0"]
 CHECKSUM_COMMENT = "@CO\tTY:checksum\t"
 
 
-def scatter(alignments: str, regions_tsv: str, out_dir: str, work_dir: str | None = None,
-            keep_programs: bool = True, threads: int = 1) -> dict[str, int]:
-    """Write `<out_dir>/<region>.bam` for every region (coordinate-sorted when given a work
-    directory; see sort_piece for keep_programs); return records written per region. `-` reads
-    SAM from stdin (bwa's pipe)."""
+def scatter(alignments: str, regions_tsv: str, out_dir: str, work_dir: str, keep_programs: bool = True,
+            threads: int = 1) -> int:
+    """Write `<out_dir>/<region>.bam`, coordinate-sorted, for every region (see piece_header for
+    keep_programs); return the records written. `-` reads bwa's SAM from stdin."""
+    regions = read_regions(regions_tsv)
+    parent = os.getppid()
+    sorted_bam = os.path.join(work_dir, "sorted.bam")
+    with open(sorted_bam, "wb") as out:
+        subprocess.run([*SORT, f"tmpfile={os.path.join(work_dir, 'bamsort')}",
+                        *([] if alignments == "-" else [f"I={alignments}"])], stdout=out, check=True)
+    header = samtools_text(["view", "-H", "--no-PG", sorted_bam])
+    check_contigs(header, regions, alignments)
+    header_sam = os.path.join(work_dir, "header.sam")
+    with open(header_sam, "w") as handle:
+        handle.write(piece_header(header, keep_programs))
+    subprocess.run(["samtools", "index", sorted_bam], check=True)
+    job_shell_alive(parent, out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    for region in regions:
+        cut_region(sorted_bam, region, header_sam, os.path.join(out_dir, f"{region.name}.bam"), work_dir, threads)
+    job_shell_alive(parent, out_dir)
+    return records_in(sorted_bam)
+
+
+def scatter_unsorted(alignments: str, regions_tsv: str, out_dir: str) -> int:
+    """Genomon's own scatter: every record into its region's piece in input order (compression
+    level 1), for markdup to sort. Not the pipeline's way any more: the baseline that the sorted
+    pieces are checked against (tests) and measured against (bench/markdup_paths.py)."""
     regions = read_regions(regions_tsv)
     lookup = RegionLookup(regions)
-    parent = os.getppid()
-    piece_dir = os.path.join(work_dir, "unsorted") if work_dir else out_dir
-    os.makedirs(piece_dir, exist_ok=True)
-    mode, options = ("wbu", None) if work_dir else ("wb", PIECE_OPTIONS)
-    counts = [0] * len(regions)
+    os.makedirs(out_dir, exist_ok=True)
+    records = 0
     with ExitStack() as stack:
         source = stack.enter_context(pysam.AlignmentFile(alignments, "r", check_sq=False))
-        missing = set(source.references) - lookup.contigs
-        if missing:
-            raise ValueError(f"{alignments}: contigs in no region: {', '.join(sorted(missing)[:5])}")
-        pieces = [
-            stack.enter_context(
-                pysam.AlignmentFile(os.path.join(piece_dir, f"{r.name}.bam"), mode, template=source, format_options=options)
-            )
-            for r in regions
-        ]
+        pieces = [stack.enter_context(pysam.AlignmentFile(os.path.join(out_dir, f"{r.name}.bam"), "wb",
+                                                          template=source, format_options=["level=1"]))
+                  for r in regions]
         for record in source:
-            index = lookup.index(record.reference_name, record.reference_start)
-            pieces[index].write(record)
-            counts[index] += 1
-    if work_dir:
-        job_shell_alive(parent, out_dir)
-        os.makedirs(out_dir, exist_ok=True)
-        for region in regions:
-            sort_piece(os.path.join(piece_dir, f"{region.name}.bam"), os.path.join(out_dir, f"{region.name}.bam"),
-                       work_dir, keep_programs, threads)
-        job_shell_alive(parent, out_dir)
-    return {region.name: n for region, n in zip(regions, counts)}
+            pieces[lookup.index(record.reference_name, record.reference_start)].write(record)
+            records += 1
+    return records
+
+
+def samtools_text(arguments: list[str]) -> str:
+    return subprocess.run(["samtools", *arguments], check=True, capture_output=True, text=True).stdout
+
+
+def check_contigs(header: str, regions: list[Region], alignments: str) -> None:
+    """Every contig of the alignments' header lies in some region (a region table of another
+    reference would drop its reads)."""
+    in_regions = {interval.contig for region in regions for interval in region.intervals}
+    contigs = [field[3:] for line in header.splitlines() if line.startswith("@SQ\t")
+               for field in line.split("\t") if field.startswith("SN:")]
+    missing = sorted(set(contigs) - in_regions)
+    if missing:
+        raise ValueError(f"{alignments}: contigs in no region: {', '.join(missing[:5])}")
+
+
+def piece_header(header: str, keep_programs: bool) -> str:
+    """The pieces' header: the sorted chunk's without bamsort's checksum comments, and without
+    @PG lines unless keep_programs. bammerge keeps every input's @PG and @CO lines: from every
+    chunk's piece they would swell each header by thousands of lines, so only the first chunk's
+    pieces keep their @PG lines (bwa's, bamsort's), as `samtools cat` of the pieces gave the
+    header of the first."""
+    dropped = (CHECKSUM_COMMENT,) if keep_programs else (CHECKSUM_COMMENT, "@PG\t")
+    return "".join(line for line in header.splitlines(True) if not line.startswith(dropped))
+
+
+def cut_region(sorted_bam: str, region: Region, header_sam: str, out: str, work_dir: str, threads: int) -> None:
+    """The region's records of the indexed, sorted chunk into `out`, compressed at level 1."""
+    piece = os.path.join(work_dir, "piece.bam")
+    view = ["samtools", "view", "-b", "-1", "--no-PG", "-@", str(threads), "-o", piece, sorted_bam]
+    if region.is_unmapped:
+        view.append("*")
+    else:
+        bed = os.path.join(work_dir, "region.bed")
+        with open(bed, "w") as handle:
+            handle.writelines(f"{i.contig}\t{i.start}\t{i.end}\n" for i in region.intervals)
+        # The index finds the records overlapping the intervals; the expression keeps those
+        # that start in them.
+        view[2:2] = ["-M", "-L", bed, *(["-e", expression] if (expression := starts_inside(region)) else [])]
+    subprocess.run(view, check=True)
+    with open(out, "wb") as handle:
+        subprocess.run(["samtools", "reheader", "-P", header_sam, piece], stdout=handle, check=True)
+    os.remove(piece)
+
+
+def starts_inside(region: Region) -> str:
+    """A samtools filter expression true for records starting in the region's intervals, or ""
+    when every record overlapping them starts in them (whole contigs: how small contigs are
+    packed; a contig's first piece)."""
+    by_contig: dict[str, list[str]] = {}
+    for interval in region.intervals:
+        # `pos` is 1-based: [start, end) is start + 1 .. end.
+        by_contig.setdefault(interval.contig, []).append(f"(pos >= {interval.start + 1} && pos <= {interval.end})")
+    partial = {contig: ranges for contig, ranges in by_contig.items()
+               if any(i.contig == contig and i.start > 0 for i in region.intervals)}
+    return " && ".join(f'(rname != "{contig}" || {" || ".join(ranges)})' for contig, ranges in partial.items())
+
+
+def records_in(indexed_bam: str) -> int:
+    """Records of an indexed BAM, from its index (mapped + unmapped per contig, and unplaced)."""
+    return sum(int(line.split("\t")[2]) + int(line.split("\t")[3])
+               for line in samtools_text(["idxstats", indexed_bam]).splitlines())
 
 
 def job_shell_alive(parent: int, out_dir: str) -> None:
@@ -79,45 +146,18 @@ def job_shell_alive(parent: int, out_dir: str) -> None:
         sys.exit(f"scatter: the job's shell (pid {parent}) is gone; {out_dir} not written")
 
 
-def sort_piece(unsorted: str, out: str, work_dir: str, keep_programs: bool, threads: int = 1) -> None:
-    """bamsort `unsorted` into `out` (the unsorted piece stays for the job's work directory to
-    remove: the job's node-local peak is all its pieces at once either way).
-
-    bammerge keeps every input's @PG lines, and bamsort writes checksums of what it sorted as
-    @CO lines: merged from every chunk's piece they would swell each header by thousands of
-    lines. So `out` has bamsort's header without its checksums, and its @PG lines (bwa's,
-    bamsort's) only with keep_programs (the first chunk: as `samtools cat` of the pieces gave
-    the header of the first)."""
-    sorted_bam = os.path.join(work_dir, "sorted.bam")
-    with subprocess.Popen([*SORT, f"I={unsorted}", f"tmpfile={os.path.join(work_dir, 'bamsort')}"],
-                          stdout=subprocess.PIPE) as sort:
-        subprocess.run(["samtools", "view", "--no-PG", "-1", "-@", str(threads), "-o", sorted_bam],
-                       stdin=sort.stdout, check=True)
-    if sort.returncode:
-        raise subprocess.CalledProcessError(sort.returncode, sort.args)
-    header = subprocess.run(["samtools", "view", "-H", "--no-PG", sorted_bam], check=True, capture_output=True,
-                            text=True).stdout.splitlines(True)
-    dropped = (CHECKSUM_COMMENT,) if keep_programs else (CHECKSUM_COMMENT, "@PG\t")
-    header_sam = os.path.join(work_dir, "header.sam")
-    with open(header_sam, "w") as handle:
-        handle.writelines(line for line in header if not line.startswith(dropped))
-    with open(out, "wb") as handle:
-        subprocess.run(["samtools", "reheader", "-P", header_sam, sorted_bam], stdout=handle, check=True)
-    os.remove(sorted_bam)
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Scatter a SAM/BAM by region into one BAM per region.")
+    parser = argparse.ArgumentParser(description="Sort bwa's SAM and cut it into one BAM per region.")
     parser.add_argument("--regions", required=True, help="region table (genomon_smk.plan.regions)")
     parser.add_argument("--out-dir", required=True)
-    parser.add_argument("--work-dir", help="sort the pieces with bamsort, using this directory")
-    parser.add_argument("--threads", type=int, default=1, help="compression threads for the sorted pieces")
+    parser.add_argument("--work-dir", required=True, help="the job's work directory: the sorted chunk, bamsort's files")
+    parser.add_argument("--threads", type=int, default=1, help="compression threads for the pieces")
     parser.add_argument("--drop-programs", action="store_true",
-                        help="sorted pieces without @PG lines (every chunk but the first)")
-    parser.add_argument("alignments", help="SAM or BAM from the aligner (- for stdin)")
+                        help="pieces without @PG lines (every chunk but the first)")
+    parser.add_argument("alignments", help="SAM from the aligner (- for stdin)")
     args = parser.parse_args(argv)
-    counts = scatter(args.alignments, args.regions, args.out_dir, args.work_dir, not args.drop_programs, args.threads)
-    print(f"scatter: {sum(counts.values())} records into {len(counts)} regions")
+    records = scatter(args.alignments, args.regions, args.out_dir, args.work_dir, not args.drop_programs, args.threads)
+    print(f"scatter: {records} records into {len(read_regions(args.regions))} regions")
     return 0
 
 

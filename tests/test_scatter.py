@@ -118,3 +118,29 @@ def test_merging_sorted_pieces_marks_the_bam_that_sorting_their_concatenation_ma
         assert programs(merged_dir / "out.bam") == first + ["bammerge", "bammarkduplicates"], region.name
         duplicates += sum(1 for line in merged[0] if not line.startswith("@") and int(line.split("\t")[1]) & 0x400)
     assert duplicates > 0  # the comparison covered duplicate marking
+
+
+def test_regions_of_intervals_in_any_order_get_the_records_starting_in_them_in_coordinate_order(chunk_sams, tmp_path):
+    """A region file may give a region several intervals, cut anywhere, in any order: each piece
+    holds exactly the records that start in its intervals (as Genomon's scatter put them), in
+    coordinate order, equal positions in bwa's order."""
+    with pysam.AlignmentFile(str(chunk_sams[0])) as sam:
+        (first, first_length), *others = zip(sam.references, sam.lengths)
+    cut = [round(first_length * f) for f in (0, 0.25, 0.5, 0.75, 1)]
+    rows = [("mixed", first, cut[3], cut[4]), ("mixed", first, cut[0], cut[1]),  # later interval first
+            ("middle", first, cut[1], cut[3]), *(("rest", contig, 0, length) for contig, length in others),
+            ("unmapped", "*", 0, 0)]
+    regions_tsv = tmp_path / "regions.tsv"
+    regions_tsv.write_text("region\tcontig\tstart\tend\n" + "".join("\t".join(map(str, row)) + "\n" for row in rows))
+    work = tmp_path / "work"
+    work.mkdir()
+    written = scatter(str(chunk_sams[0]), str(regions_tsv), str(tmp_path / "sorted"), str(work))
+    assert scatter_unsorted(str(chunk_sams[0]), str(regions_tsv), str(tmp_path / "unsorted")) == written
+    for region in ("mixed", "middle", "rest", "unmapped"):
+        pieces = [bam_records(tmp_path / kind / f"{region}.bam") for kind in ("sorted", "unsorted")]
+        expected = [line for line in pieces[1] if not line.startswith("@")]
+        references = {name: index for index, name in enumerate([first] + [contig for contig, _ in others])}
+        # Stable: records at equal positions keep bwa's order.
+        expected.sort(key=lambda line: (references.get(line.split("\t")[2], 1 << 30), int(line.split("\t")[3])))
+        assert [line for line in pieces[0] if not line.startswith("@")] == expected, region
+        assert expected or region == "unmapped"

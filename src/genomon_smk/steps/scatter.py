@@ -23,8 +23,6 @@ import sys
 
 from contextlib import ExitStack
 
-import pysam
-
 from genomon_smk.plan.regions import Region, RegionLookup, read_regions
 
 SORT = ["bamsort", "SO=coordinate", "inputformat=sam", "level=0", "verbose=0"]
@@ -59,6 +57,8 @@ def scatter_unsorted(alignments: str, regions_tsv: str, out_dir: str) -> int:
     """Genomon's own scatter: every record into its region's piece in input order (compression
     level 1), for markdup to sort. Not the pipeline's way any more: the baseline that the sorted
     pieces are checked against (tests) and measured against (bench/markdup_paths.py)."""
+    import pysam  # here: the map jobs, which never call this, start without its import
+
     regions = read_regions(regions_tsv)
     lookup = RegionLookup(regions)
     os.makedirs(out_dir, exist_ok=True)

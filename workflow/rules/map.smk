@@ -101,7 +101,7 @@ rule map_reads:
         bwa mem -t {threads} -K {params.batch_bases} {params.bwa_params} -R '{params.read_group}' \
             "$reference" {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq 2>>{log:q} \
             | {params.python} -m genomon_smk.steps.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \
-                --work-dir "$work" --threads {threads} {params.drop_programs} - >>{log:q} 2>&1
+                --work-dir "$work" --threads {threads} --job-shell $$ {params.drop_programs} - >>{log:q} 2>&1
         """
 
 

@@ -30,11 +30,12 @@ CHECKSUM_COMMENT = "@CO\tTY:checksum\t"
 
 
 def scatter(alignments: str, regions_tsv: str, out_dir: str, work_dir: str, keep_programs: bool = True,
-            threads: int = 1) -> int:
+            threads: int = 1, job_shell: int | None = None) -> int:
     """Write `<out_dir>/<region>.bam`, coordinate-sorted, for every region (see piece_header for
-    keep_programs); return the records written. `-` reads bwa's SAM from stdin."""
+    keep_programs); return the records written. `-` reads bwa's SAM from stdin. job_shell: the pid
+    of the job's shell that started this scatter (default: the parent process now)."""
     regions = read_regions(regions_tsv)
-    parent = os.getppid()
+    parent = os.getppid() if job_shell is None else job_shell
     sorted_bam = os.path.join(work_dir, "sorted.bam")
     with open(sorted_bam, "wb") as out:
         subprocess.run([*SORT, f"tmpfile={os.path.join(work_dir, 'bamsort')}",
@@ -154,9 +155,13 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="compression threads for the pieces")
     parser.add_argument("--drop-programs", action="store_true",
                         help="pieces without @PG lines (every chunk but the first)")
+    # Given by the shell ($$): a shell killed before this process starts would already be gone
+    # when it looked up its parent, and an orphaned scatter would write the pieces anyway.
+    parser.add_argument("--job-shell", type=int, help="pid of the job's shell: write nothing once it is gone")
     parser.add_argument("alignments", help="SAM from the aligner (- for stdin)")
     args = parser.parse_args(argv)
-    records = scatter(args.alignments, args.regions, args.out_dir, args.work_dir, not args.drop_programs, args.threads)
+    records = scatter(args.alignments, args.regions, args.out_dir, args.work_dir, not args.drop_programs, args.threads,
+                      args.job_shell)
     print(f"scatter: {records} records into {len(read_regions(args.regions))} regions")
     return 0
 

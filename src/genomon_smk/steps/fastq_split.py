@@ -4,8 +4,7 @@ R1 and R2 are read in lockstep, so a chunk's R1 and R2 always hold the same frag
 same order; record n (over all lanes, in sheet order) goes to chunk n mod N. Every record is
 checked while it passes (4 lines, '@' and '+' lines, sequence and quality of equal length, mate
 names agree), and R1 and R2 must end together. Blank lines after a file's last record are
-ignored. The counts are written as JSON for the
-read-count integrity check.
+ignored. The counts are written as JSON for the read-count integrity check.
 """
 
 from __future__ import annotations

@@ -104,7 +104,8 @@ JOB_SHELL_SCRIPT = f"{workflow.basedir}/scripts/job-shell.sh"
 def job_shell_prefix(planned_peaks):
     """What every job's shell runs first (Snakemake's shell prefix): bash's strict mode, as
     Snakemake's own prefix, and job-shell.sh, whose EXIT trap names each tier out of space when
-    the job fails, with the storage plan's peak for it (planned_peaks, bytes per tier)."""
+    the job fails, with the storage plan's peak for it (planned_peaks, bytes per tier).
+    """
     tiers = " ".join(
         f"{tier} {shlex.quote(TIER_WORDS[tier])} {int(planned_peaks[tier])}"
         for tier in TIER_PATHS

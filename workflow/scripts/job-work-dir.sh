@@ -1,5 +1,5 @@
 # Sourced by a rule's shell: gives the job its own empty work directory on the rule's temp tier
-# and sets $work.    usage: source job-work-dir.sh WORK_DIR TIER LOG
+# and sets $work.    usage: source job-work-dir.sh WORK_DIR TIER LOG   (after job-shell.sh)
 # Rules do not write this line themselves: tiers.smk's work_dir_setup(rule) makes it (the
 # directory's name, quoted for the job's shell), and the rule's shell starts with
 # `{params.work_dir_setup} {log:q}`.

@@ -62,7 +62,8 @@ def sv_bam_bytes(member):
 
 
 def storage_plan():
-    """Print the storage plan (main process only) and refuse one that exceeds a tier's capacity."""
+    """Print the storage plan (main process only) and refuse one that exceeds a tier's capacity;
+    the planned peak bytes of each tier (a failed job names a full tier with it)."""
     capacity = {
         tier: (parse_size(limit) if limit is not None else None)
         for tier, limit in config["storage"]["capacity"].items()
@@ -89,12 +90,14 @@ def storage_plan():
     problems = over_capacity(peak, capacity)
     if problems:
         raise WorkflowError("\n".join(problems))
+    return peak
 
 
 try:
-    storage_plan()
+    PLANNED_PEAKS = storage_plan()
 except ValueError as error:
     raise WorkflowError(f"config storage.capacity: {error}") from None
+shell.prefix(job_shell_prefix(PLANNED_PEAKS))
 
 # Staggered start of pairs: seconds each sample's split waits (samples that do not wait left out).
 STAGGER = {

@@ -47,9 +47,10 @@ rule merge_mutation:
             for name in ("fisher", "mutfilter", "EBFilter", "mutil")
             if name != "EBFilter" or PAIRS[wildcards.tumor].panel
         ),
-        mutil=lambda wildcards: config["mutation_util"][
-            "pair_params" if PAIRS[wildcards.tumor].normal else "single_params"
-        ],
+        mutil=lambda wildcards: config_options(
+            "mutation_util",
+            "pair_params" if PAIRS[wildcards.tumor].normal else "single_params",
+        ),
         normal=lambda wildcards: (
             f"--normal {PAIRS[wildcards.tumor].normal}"
             if PAIRS[wildcards.tumor].normal

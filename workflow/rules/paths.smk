@@ -5,6 +5,7 @@ results, the mutation tools' command lines, wildcard constraints and the timelin
 import re
 import shutil
 
+from genomon_smk.plan.input_identity import fingerprint
 from genomon_smk.plan.samplesheet import Lane
 
 
@@ -27,6 +28,18 @@ def sample_lanes(sample):
             lanes.append(Lane(sample, fq1, fq2, group["PL"], group["LB"], None))
         return lanes
     return COHORT.lanes[sample]
+
+
+def sample_fingerprint(sample):
+    """What a sample's own input files hold (its FASTQs, or its [bam_import] BAM), for the
+    params of the first rule that reads them: a file replaced under its name by one with an
+    older date (cp -p, rsync -a) reruns the sample (bam_to_fastq fingerprints its own BAM).
+    """
+    if sample in COHORT.imported:
+        return fingerprint([IMPORTED_BAMS[sample]])
+    return fingerprint(
+        path for lane in COHORT.lanes.get(sample, []) for path in (lane.fq1, lane.fq2)
+    )
 
 
 def converted_parts(sample):

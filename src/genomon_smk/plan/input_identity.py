@@ -66,6 +66,11 @@ def same_data(first: str, second: str) -> str | None:
     return None
 
 
+def relation(how: str) -> str:
+    """same_data's answer as the words before the other path: 'the same file as', 'a copy of'."""
+    return {"the same file": "the same file as", "a copy": "a copy of"}[how]
+
+
 def repeated_uses(uses: list[Use]) -> list[tuple[Use, Use, str]]:
     """(later use, first use, how) for every use whose file holds the same data as an earlier
     one: the same path, the same file under another name (a link), or a copy. Digests are read

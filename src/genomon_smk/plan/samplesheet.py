@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import jsonschema
 import yaml
 
-from genomon_smk.plan.input_identity import Use, repeated_use_message, repeated_uses, same_data
+from genomon_smk.plan.input_identity import Use, relation, repeated_use_message, repeated_uses, same_data
 from genomon_smk.plan.regions import read_fai
 from genomon_smk.plan.resources import GZIP_ERRORS, open_maybe_gzipped
 
@@ -541,7 +541,7 @@ def panel_tumor_problems(cohort: Cohort, pair: Pair) -> list[str]:
             how = same_data(member, data)
             if how:
                 problems.append(
-                    f"panel '{pair.panel}': {member} is {how} of {data}, the data of the pair's tumor "
+                    f"panel '{pair.panel}': {member} is {relation(how)} {data}, the data of the pair's tumor "
                     f"'{pair.tumor}' (at {cohort.bam_where[pair.tumor]}): its mutations would be filtered out as panel noise"
                 )
     return problems
@@ -560,7 +560,7 @@ def panel_normal_warnings(cohort: Cohort) -> list[str]:
                 how = same_data(member, data)
                 if how:
                     warnings.append(
-                        f"warning: {pair.where}: panel '{pair.panel}': {member} is {how} of {data}, the data of the "
+                        f"warning: {pair.where}: panel '{pair.panel}': {member} is {relation(how)} {data}, the data of the "
                         f"pair's normal '{pair.normal}': the normal's reads of the tumor's mutations count as panel noise"
                     )
     return list(dict.fromkeys(warnings))

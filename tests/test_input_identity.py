@@ -12,7 +12,8 @@ import pytest
 
 from conftest import run_snakemake, write_config
 from genomon_smk.plan.input_identity import HEAD_TAIL_BYTES, fingerprint
-from genomon_smk.plan.samplesheet import InputError, load_cohort, panel_normal_warnings
+from genomon_smk.plan import samplesheet
+from genomon_smk.plan.samplesheet import InputError, load_cohort
 
 SCHEMAS = str(Path(__file__).resolve().parents[1] / "workflow" / "schemas")
 
@@ -130,7 +131,7 @@ def test_a_panel_bam_holding_the_pairs_normal_under_another_name_is_warned_about
     by its name): accepted, but under another name its reads count as noise, which is said."""
     directory, tables_ = imported_pair
     cohort = load_cohort(SCHEMAS, control_panels={"panel1": ["pon.bam", "panel_n.bam"]}, **tables_)
-    assert panel_normal_warnings(cohort) == [
+    assert samplesheet.panel_normal_warnings(cohort) == [
         f"warning: {directory}/pairs.tsv:2: panel 'panel1': {directory}/panel_n.bam is the same file as "
         f"{directory}/normal.bam, the data of the pair's normal 'normal': the normal's reads of the tumor's "
         "mutations count as panel noise"

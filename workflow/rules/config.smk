@@ -63,7 +63,7 @@ config["priorities"] = {**PRIORITIES, **config["priorities"]}
 
 def config_options(*key):
     """A free-text options key (map.bwa_params, sv_filt.params, ...) as quoted shell words: the
-    one way every rule passes them (checked above: every one can be split)."""
+    one way every job gets them (each was split once already, by the config check)."""
     return quoted_options(value_at(config, key))
 
 

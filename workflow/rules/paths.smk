@@ -32,7 +32,7 @@ def sample_lanes(sample):
 
 def sample_fingerprint(sample):
     """What a sample's own input files hold (its FASTQs, or its [bam_import] BAM), for the
-    params of the first rule that reads them: a file replaced under its name by one with an
+    params of the first job that reads them. A file replaced under its name by one with an
     older date (cp -p, rsync -a) reruns the sample (bam_to_fastq fingerprints its own BAM).
     """
     if sample in COHORT.imported:

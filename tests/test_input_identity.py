@@ -5,6 +5,7 @@ older date reruns its sample."""
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pysam
@@ -168,3 +169,22 @@ def test_a_fastq_replaced_under_its_name_with_an_older_date_reruns_its_sample(tm
         os.utime(replaced, (os.path.getmtime(counts) - 365 * 86400,) * 2)
     dry_run = run_snakemake(config, counts, "-n", env=no_slurm_probe).stdout
     assert "rule split_fastq:" in dry_run and "Params have changed since last execution" in dry_run
+
+
+def test_a_bam_to_convert_replaced_under_its_name_with_an_older_date_reruns_its_sample(tmp_path, testdata,
+                                                                                        no_slurm_probe):
+    """A [bam_tofastq] BAM: the fingerprint rides on the split (bam_to_fastq's FASTQs are temporary),
+    which pulls bam_to_fastq in again."""
+    for name, lane in (("x", "L1"), ("y", "L2")):
+        subprocess.run(["samtools", "import", "-o", str(tmp_path / f"{name}.bam"),
+                        "-1", str(testdata / "fastq" / f"tumor_{lane}_R1.fastq.gz"),
+                        "-2", str(testdata / "fastq" / f"tumor_{lane}_R2.fastq.gz")], check=True, capture_output=True)
+    (tmp_path / "sheet.csv").write_text("[bam_tofastq]\nconv,x.bam\n")
+    config = write_config(tmp_path, testdata, samples=None, pairs=None, control_panels=None,
+                          genomon_sample_sheet=str(tmp_path / "sheet.csv"), split={"chunks": 1})
+    counts = str(tmp_path / "results" / "qc" / "conv" / "conv.fastq_counts.json")
+    run_snakemake(config, counts, env=no_slurm_probe)
+    os.utime(tmp_path / "y.bam", (os.path.getmtime(counts) - 365 * 86400,) * 2)
+    shutil.copy2(tmp_path / "y.bam", tmp_path / "x.bam")  # cp -p
+    dry_run = run_snakemake(config, counts, "-n", env=no_slurm_probe).stdout
+    assert "rule bam_to_fastq:" in dry_run and "Params have changed since last execution" in dry_run

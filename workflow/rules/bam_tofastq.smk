@@ -28,10 +28,6 @@ rule bam_to_fastq:
     threads: 2
     params:
         work_dir_setup=work_dir_setup("bam_to_fastq"),
-        # Not in the command: a BAM replaced under its name changes it, and the sample reruns.
-        inputs_held=lambda wildcards: fingerprint(
-            [converted_bam(wildcards.sample, wildcards.part)]
-        ),
     shell:
         # Primary records only (no secondary or supplementary), grouped by name (collate's
         # temporaries in $work), names without /1 /2; duplicate flags are ignored (markdup marks

@@ -31,12 +31,15 @@ def sample_lanes(sample):
 
 
 def sample_fingerprint(sample):
-    """What a sample's own input files hold (its FASTQs, or its [bam_import] BAM), for the
-    params of the first job that reads them. A file replaced under its name by one with an
-    older date (cp -p, rsync -a) reruns the sample (bam_to_fastq fingerprints its own BAM).
+    """What a sample's own input files hold (its FASTQs, [bam_tofastq] BAMs or [bam_import]
+    BAM), for the params of split_fastq and import_bam (whose outputs outlive the run, so
+    Snakemake keeps their params). A file replaced under its name by one with an older date
+    (cp -p, rsync -a) reruns the sample; a [bam_tofastq] sample's split reruns bam_to_fastq.
     """
     if sample in COHORT.imported:
         return fingerprint([IMPORTED_BAMS[sample]])
+    if sample in COHORT.bam_sources:
+        return fingerprint(COHORT.bam_sources[sample])
     return fingerprint(
         path for lane in COHORT.lanes.get(sample, []) for path in (lane.fq1, lane.fq2)
     )

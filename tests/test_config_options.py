@@ -91,7 +91,7 @@ def test_every_rule_passes_the_options_quoted(tmp_path, testdata, no_slurm_probe
     values = {key: payload(tmp_path, ".".join(key)) for key in OPTION_KEYS}
     config = write_config(tmp_path, testdata, pairs=str(pairs), split={"chunks": 1},
                           **merged(*(nested(key, value) for key, value in values.items())))
-    output = run_snakemake(config, "-n", env=no_slurm_probe).stdout
+    output = run_snakemake(config, "-n", "-p", env=no_slurm_probe).stdout
     for key, value in values.items():
         quoted = quoted_options(value)
         assert quoted in output or shlex.quote(quoted) in output, ".".join(key)

@@ -14,7 +14,7 @@ import subprocess
 import pysam
 import pytest
 
-from conftest import SCENARIO_DIRS, result_rows as rows_without_meta, run_scenario, run_snakemake
+from conftest import SCENARIO_DIRS, result_rows as rows_without_meta, retuned_jobs, run_scenario, run_snakemake
 from test_mutation_workflow import called, result_rows, truth_sites
 from test_sv import planted_svs, score, sv_file, sv_rows
 
@@ -103,6 +103,10 @@ def test_tumor_without_normal(scenario_root, pipeline_run, testdata, name, panel
     assert {row["Num_Control_Ref_Read_Pair"] for row in sv_calls} == {"---"}
     assert ran_jobs(results, "sv_merge_control") == (["panel1"] if panel else [])
     assert vcf_samples(sv_file(results, "tumor", ".filt.vcf.gz")) == ["tumor"]
+    # The second day: mutil's single mode retuned reruns its filter only, not the calls.
+    assert set(retuned_jobs(scenario_root / name / "config.yaml", "mutation_util", "single_params",
+                            "--post10q 0.2 --r_post10q 0.2 --count 4")) == {
+        "filter_mutation", "mutation_summary", "utilisation_timeline", "all"}
 
 
 def test_two_pairs_sharing_a_normal_map_it_once(scenario_root, pipeline_run, testdata):

@@ -4,6 +4,9 @@ Two input forms give the same `Cohort`: the workflow's own TSV tables (`samples`
 `control_panels` config keys) and Genomon's classic sample sheet (`genomon_sample_sheet`).
 Every problem is reported as an `InputError` naming the file, line and field, and all problems
 found are reported together, so a user fixes the sheet in one go.
+
+Deliberate differences from upstream Genomon (docs/differences.md): a ``[controlpanel]`` member
+may be a BAM path; a BAM mapped to another reference is refused.
 """
 
 from __future__ import annotations

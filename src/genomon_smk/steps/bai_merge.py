@@ -30,6 +30,11 @@ BAI facts used (SAM/BAM spec 5.2): per reference, bins with chunks of virtual of
 37450 holding (ref_beg, ref_end) and (n_mapped, n_unmapped), a 16 kb linear index; after all
 references an optional n_no_coor.  biobambam2 leaves linear-index windows before the region's first
 record at 0 ("unknown") and omits n_no_coor when it is 0; samtools fills them.
+
+Deliberate difference from upstream Genomon (docs/differences.md): the final index is merged
+from the region indexes (the Fugaku Genomon's "bai merge"), not built by reading the BAM; each
+placement is verified, and with ``--fallback-samtools-index`` a BAM laid out otherwise is
+indexed by ``samtools index``.
 """
 
 from __future__ import annotations

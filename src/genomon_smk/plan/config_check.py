@@ -6,6 +6,9 @@ Config is not code: an options key (the schema's `$defs/options`, e.g. map.bwa_p
 into words as a shell would split it and every word is quoted again (`quoted_options`), so
 `$(...)`, `;` and backquotes reach the tool as text and never run. A value that cannot be split
 (an unbalanced quote) is refused before any job, naming the key.
+
+Deliberate difference from upstream Genomon (docs/differences.md): Genomon writes its params
+into each job's shell script as they are.
 """
 
 from __future__ import annotations

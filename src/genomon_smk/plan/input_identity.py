@@ -8,6 +8,9 @@ last bytes) as a rule's parameter makes its params trigger rerun the sample.
 
 Only the first and last HEAD_TAIL_BYTES are read: cheap for a cohort of 100 GB FASTQs, and two
 different sequencing files do not share their first and last 64 KiB at the same size.
+
+Deliberate difference from upstream Genomon (docs/differences.md): inputs are compared and
+rerun by what they hold; Genomon compares paths and dates.
 """
 
 from __future__ import annotations

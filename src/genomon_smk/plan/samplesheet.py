@@ -6,7 +6,8 @@ Every problem is reported as an `InputError` naming the file, line and field, an
 found are reported together, so a user fixes the sheet in one go.
 
 Deliberate differences from upstream Genomon (docs/differences.md): a ``[controlpanel]`` member
-may be a BAM path; a BAM mapped to another reference is refused.
+may be a BAM path; a BAM mapped to another reference is refused; the same data under two names
+for two samples or lanes, and a panel that holds its pair's tumor, are refused.
 """
 
 from __future__ import annotations

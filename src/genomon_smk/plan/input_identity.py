@@ -77,28 +77,37 @@ def relation(how: str) -> str:
 def repeated_uses(uses: list[Use]) -> list[tuple[Use, Use, str]]:
     """(later use, first use, how) for every use whose file holds the same data as an earlier
     one: the same path, the same file under another name (a link), or a copy. Digests are read
-    only for files of equal size."""
+    only for files of equal size, once each."""
     found = []
     first_by_file: dict[tuple[int, int], Use] = {}
-    first_by_size: dict[int, list[Use]] = {}
+    first_by_content: dict[tuple[int, str], Use] = {}
+    sizes: dict[int, list[Use]] = {}
+    for use in uses:
+        try:
+            stat = os.stat(use.path)
+            sizes.setdefault(stat.st_size, []).append(use)
+        except OSError:
+            continue  # missing or unreadable: reported by the caller's own checks
     for use in uses:
         try:
             stat = os.stat(use.path)
         except OSError:
-            continue  # missing or unreadable: reported by the caller's own checks
+            continue
         earlier = first_by_file.get((stat.st_dev, stat.st_ino))
         if earlier:
-            how = "the same path" if earlier.path == use.path else "the same file"
-            found.append((use, earlier, how))
+            found.append((use, earlier, "the same path" if earlier.path == use.path else "the same file"))
             continue
         first_by_file[(stat.st_dev, stat.st_ino)] = use
-        copied = next(
-            (other for other in first_by_size.get(stat.st_size, []) if same_data(use.path, other.path) == "a copy"),
-            None,
-        )
-        if copied:
-            found.append((use, copied, "a copy"))
-        first_by_size.setdefault(stat.st_size, []).append(use)
+        if len(sizes[stat.st_size]) < 2:
+            continue  # no other file of its size: no copy
+        try:
+            content = (stat.st_size, head_tail_digest(use.path))
+        except OSError:
+            continue
+        if content in first_by_content:
+            found.append((use, first_by_content[content], "a copy"))
+        else:
+            first_by_content[content] = use
     return found
 
 

@@ -10,7 +10,12 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
-from genomon_smk.plan.config_check import config_problems, key_problem
+from genomon_smk.plan.config_check import (
+    config_problems,
+    key_problem,
+    quoted_options,
+    value_at,
+)
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
 from genomon_smk.plan.regions import mutation_regions, regions_of
@@ -54,6 +59,12 @@ if CONFIG_PROBLEMS:
     raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))
 validate(config, SCHEMAS / "config.schema.yaml", set_default=True)
 config["priorities"] = {**PRIORITIES, **config["priorities"]}
+
+
+def config_options(*key):
+    """A free-text options key (map.bwa_params, sv_filt.params, ...) as quoted shell words: the
+    one way every job gets them (each was split once already, by the config check)."""
+    return quoted_options(value_at(config, key))
 
 
 def config_path(value):

@@ -30,15 +30,19 @@ rule identify_mutations:
         panel=lambda wildcards, input: [
             bam for name, bam in input.items() if name.startswith("panel")
         ],
-        fisher=lambda wildcards: config["fisher_mutation_call"][
-            "pair_params" if PAIRS[wildcards.tumor].normal else "single_params"
-        ],
-        realignment=config["realignment_filter"]["params"],
-        indel=config["indel_filter"]["params"],
-        breakpoint=config["breakpoint_filter"]["params"],
-        eb=(
-            f"-q {config['eb_filter']['map_quality']} -Q {config['eb_filter']['base_quality']}"
-            f" --ff {config['eb_filter']['filter_flags']}"
+        fisher=lambda wildcards: config_options(
+            "fisher_mutation_call",
+            "pair_params" if PAIRS[wildcards.tumor].normal else "single_params",
+        ),
+        realignment=config_options("realignment_filter", "params"),
+        indel=config_options("indel_filter", "params"),
+        breakpoint=config_options("breakpoint_filter", "params"),
+        eb=shlex.join(
+            [
+                *("-q", str(config["eb_filter"]["map_quality"])),
+                *("-Q", str(config["eb_filter"]["base_quality"])),
+                *("--ff", config["eb_filter"]["filter_flags"]),
+            ]
         ),
         simple_repeat_db=lambda wildcards, input: (
             input.simple_repeat[0] if input.simple_repeat else ""

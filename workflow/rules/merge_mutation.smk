@@ -75,9 +75,10 @@ rule filter_mutation:
         "../../envs/python.yaml"
     params:
         python=PYTHON,
-        mutil=lambda wildcards: config["mutation_util"][
-            "pair_params" if PAIRS[wildcards.tumor].normal else "single_params"
-        ],
+        mutil=lambda wildcards: config_options(
+            "mutation_util",
+            "pair_params" if PAIRS[wildcards.tumor].normal else "single_params",
+        ),
         normal=lambda wildcards: (
             f"--normal {PAIRS[wildcards.tumor].normal}"
             if PAIRS[wildcards.tumor].normal

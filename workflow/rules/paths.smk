@@ -5,6 +5,7 @@ results, the mutation tools' command lines, wildcard constraints and the timelin
 import re
 import shutil
 
+from genomon_smk.plan.input_identity import fingerprint
 from genomon_smk.plan.samplesheet import Lane
 
 
@@ -27,6 +28,21 @@ def sample_lanes(sample):
             lanes.append(Lane(sample, fq1, fq2, group["PL"], group["LB"], None))
         return lanes
     return COHORT.lanes[sample]
+
+
+def sample_fingerprint(sample):
+    """What a sample's own input files hold (its FASTQs, [bam_tofastq] BAMs or [bam_import]
+    BAM), for the params of split_fastq and import_bam (whose outputs outlive the run, so
+    Snakemake keeps their params). A file replaced under its name by one with an older date
+    (cp -p, rsync -a) reruns the sample; a [bam_tofastq] sample's split reruns bam_to_fastq.
+    """
+    if sample in COHORT.imported:
+        return fingerprint([IMPORTED_BAMS[sample]])
+    if sample in COHORT.bam_sources:
+        return fingerprint(COHORT.bam_sources[sample])
+    return fingerprint(
+        path for lane in COHORT.lanes.get(sample, []) for path in (lane.fq1, lane.fq2)
+    )
 
 
 def converted_parts(sample):

@@ -1,6 +1,13 @@
-"""Identify mutations: per pair and region, fisher -> realignment -> indel -> breakpoint ->
-simplerepeat -> EBFilter, as Genomon chains them (tumor-only pairs: fisher single ->
-realignment -> simplerepeat; EBFilter only when the pair names a control panel)."""
+"""Identify mutations: per pair and region, fisher -> [hotspotCall -> mutil merge_hotspot] ->
+realignment -> indel -> breakpoint -> simplerepeat -> EBFilter, as Genomon chains them (the
+hotspot call only with a hotspot database; tumor-only pairs: fisher single -> realignment ->
+simplerepeat; EBFilter only when the pair names a control panel)."""
+
+
+def hotspot_db_input(wildcards):
+    """The hotspot database, for a pair with a matched normal (Genomon calls hotspots only there)."""
+    return [HOTSPOT_DB] if HOTSPOT_DB and PAIRS[wildcards.tumor].normal else []
+
 
 
 rule identify_mutations:
@@ -9,6 +16,7 @@ rule identify_mutations:
         indexes=lambda wildcards: with_indexes(pair_bams(wildcards.tumor)),
         staged=rules.stage_reference.output[0],
         simple_repeat=SIMPLE_REPEAT.files if SIMPLE_REPEAT else [],
+        hotspot_db=hotspot_db_input,
     output:
         temp(tier_file("identify_mutations", "mutation/{tumor}/{region}.txt")),
     log:
@@ -33,6 +41,10 @@ rule identify_mutations:
         fisher=lambda wildcards: config["fisher_mutation_call"][
             "pair_params" if PAIRS[wildcards.tumor].normal else "single_params"
         ],
+        hotspot=config["hotspot_call"]["params"],
+        hotspot_db=lambda wildcards, input: (
+            input.hotspot_db[0] if input.hotspot_db else ""
+        ),
         realignment=config["realignment_filter"]["params"],
         indel=config["indel_filter"]["params"],
         breakpoint=config["breakpoint_filter"]["params"],
@@ -56,6 +68,7 @@ rule identify_mutations:
             {params.python} -m genomon_smk.steps.identify_mutations --tumor {input.tumor:q} \
                 --normal={params.normal:q} --panel {params.panel:q} --reference "$reference" \
                 --intervals {params.intervals:q} --simple-repeat-db={params.simple_repeat_db:q} \
+                --hotspot-db={params.hotspot_db:q} --hotspot-options={params.hotspot:q} \
                 --work-dir "$work" --output {output:q} --tools {params.tools:q} \
                 --fisher-options={params.fisher:q} --realignment-options={params.realignment:q} \
                 --indel-options={params.indel:q} --breakpoint-options={params.breakpoint:q} \

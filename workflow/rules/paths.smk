@@ -80,12 +80,14 @@ def mutation_result(tumor, suffix):
 
 
 def mutation_tools():
-    """The mutation tools' commands: ours, run by this interpreter, or upstream's from PATH."""
+    """The mutation tools' commands: ours, run by this interpreter, or upstream's from PATH
+    (hotspotCall only with a hotspot database)."""
     modules = {
         "fisher": "fisher",
         "mutfilter": "mutfilter",
         "EBFilter": "ebfilter",
         "mutil": "mutil",
+        **({"hotspotCall": "hotspot"} if HOTSPOT_DB else {}),
     }
     if config["mutation_tools"] == "builtin":
         return {

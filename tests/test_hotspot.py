@@ -4,6 +4,7 @@ examples, the thresholds, the row format, the merge)."""
 
 from __future__ import annotations
 
+import gzip
 import math
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import sys
 import pytest
 from scipy.stats import fisher_exact
 
+from genomon_smk.plan.hotspot import hotspot_db_problems, region_rows
 from genomon_smk.tools import fisher, hotspot, mutil
 from genomon_smk.tools.hotspot import Bases, Thresholds, base_lod, lod_score, read_sites, sample_bases, site_rows
 from test_fisher import ReadSet, make_reference
@@ -216,3 +218,41 @@ def test_merge_hotspot_command_line_with_headers_and_meta_lines(tmp_path):
     mutil.main(["merge_hotspot", "-i", str(hot), "-f", str(fish), "-o", str(out), "--hotspot_header",
                 "--fisher_header"])
     assert out.read_text().splitlines()[0] == "Chr\tStart\tscore(hotspot)"
+
+
+# ----------------------------------------------------------------------------- the database's checks
+
+CONTIGS = [("chr1", 1000), ("chr2", 500)]
+
+
+def test_a_database_that_fits_the_reference_has_no_problem(tmp_path):
+    db = tmp_path / "db.txt"
+    db.write_text("# comment\nchr1\t5\t5\tA\tT\tgene\nchr2\t10\t11\tAC\tTT\n\nchr1\t7\t8\tAC\t-\n")
+    assert hotspot_db_problems(str(db), CONTIGS) == []
+    gz = tmp_path / "db.txt.gz"
+    gz.write_bytes(gzip.compress(db.read_bytes()))
+    assert hotspot_db_problems(str(gz), CONTIGS) == []
+
+
+def test_malformed_rows_and_unknown_contigs_are_named_by_file_and_line(tmp_path):
+    db = tmp_path / "db.txt"
+    db.write_text("Chr\tStart\tEnd\tRef\tAlt\n"      # 1: a header
+                  "chr1\t5\t5\tA\tT\n"               # 2: fine
+                  "1\t5\t5\tA\tT\n"                  # 3: GRCh37's name, the reference has chr1
+                  "chr1 6 6 A T\n"                   # 4: spaces, not tabs
+                  "chr1\t9\t8\tA\tT\n"               # 5: Start > End
+                  "chr2\t501\t501\tA\tT\n"           # 6: past the contig's end
+                  "chr2\t7\t7\tA\tV600E\n")          # 7: not a base
+    problems = hotspot_db_problems(str(db), CONTIGS)
+    assert [p.split(": hotspot_db: ")[0] for p in problems] == [f"{db}:{line}" for line in (1, 3, 4, 5, 6, 7)]
+    assert "whole numbers" in problems[0] and "contig '1' is not in the reference (its contigs: chr1, chr2)" in problems[1]
+    assert "1 tab-separated columns" in problems[2] and "past the end of chr2 (500 bp)" in problems[4]
+    assert hotspot_db_problems(str(db), CONTIGS, limit=2)[-1] == f"{db}: hotspot_db: 4 more bad rows"
+
+
+def test_region_rows_take_the_rows_starting_inside_in_interval_order():
+    lines = ["chr2\t40\t40\tC\tT\n", "chr1\t100\t100\tA\tG\n", "chr1\t101\t101\tA\tG\n", "#x\n",
+             "chr1\t1\t1\tA\tG\n", "chr3\t5\t5\tA\tG\n", "chr1\t50\t51\tAC\tGT\n"]
+    chosen = region_rows(lines, ["chr2:1-50", "chr1:1-100", "chr3"])
+    assert [line.split("\t")[:2] for line in chosen] == [["chr2", "40"], ["chr1", "1"], ["chr1", "50"],
+                                                         ["chr1", "100"], ["chr3", "5"]]

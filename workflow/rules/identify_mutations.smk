@@ -9,7 +9,6 @@ def hotspot_db_input(wildcards):
     return [HOTSPOT_DB] if HOTSPOT_DB and PAIRS[wildcards.tumor].normal else []
 
 
-
 rule identify_mutations:
     input:
         unpack(lambda wildcards: pair_bams(wildcards.tumor)),

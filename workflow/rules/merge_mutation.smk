@@ -81,7 +81,11 @@ rule filter_mutation:
         mutil=lambda wildcards, input: config["mutation_util"][
             "pair_params" if PAIRS[wildcards.tumor].normal else "single_params"
         ]
-        + (f" --hotspot_db {shlex.quote(input.hotspot_db[0])}" if input.hotspot_db else ""),
+        + (
+            f" --hotspot_db {shlex.quote(input.hotspot_db[0])}"
+            if input.hotspot_db
+            else ""
+        ),
         normal=lambda wildcards: (
             f"--normal {PAIRS[wildcards.tumor].normal}"
             if PAIRS[wildcards.tumor].normal

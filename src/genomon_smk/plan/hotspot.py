@@ -10,18 +10,12 @@ plain text or gzip.
 
 from __future__ import annotations
 
-import gzip
-from typing import Iterable, TextIO
+from typing import Iterable
 
+from genomon_smk.tools.hotspot import open_text
 from genomon_smk.tools.mpileup import parse_region
 
 ALLELE_LETTERS = frozenset("ACGTNacgtn-")
-
-
-def open_text(path: str) -> TextIO:
-    with open(path, "rb") as handle:
-        gzipped = handle.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rt") if gzipped else open(path)
 
 
 def row_problem(cells: list[str], contigs: dict[str, int]) -> str | None:

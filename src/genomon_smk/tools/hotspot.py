@@ -144,7 +144,10 @@ def read_sites(lines: Iterator[str]) -> list[Site]:
 
 
 def open_text(path: str) -> TextIO:
-    return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
+    """A text file, plain or gzip-compressed (whatever its name)."""
+    with open(path, "rb") as handle:
+        gzipped = handle.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rt") if gzipped else open(path)
 
 
 # ----------------------------------------------------------------------------- calls

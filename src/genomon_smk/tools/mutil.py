@@ -78,10 +78,11 @@ def hotspot_key(cells: list[str]) -> tuple[str, str, str, str, str]:
 
 
 def read_hotspot_db(path: str) -> set[tuple[str, str, str, str, str]]:
-    """Keys of a hotspot DB (TSV, first five columns; ``#`` lines skipped; .gz accepted)."""
-    opener = gzip.open if path.endswith(".gz") else open
+    """Keys of a hotspot DB (TSV, first five columns; ``#`` lines skipped; plain or gzip)."""
+    with open(path, "rb") as handle:
+        gzipped = handle.read(2) == b"\x1f\x8b"
     keys = set()
-    with opener(path, "rt") as handle:
+    with (gzip.open(path, "rt") if gzipped else open(path)) as handle:
         for line in handle:
             if line.startswith("#") or not line.strip():
                 continue

@@ -4,11 +4,6 @@ hotspot call only with a hotspot database; tumor-only pairs: fisher single -> re
 simplerepeat; EBFilter only when the pair names a control panel)."""
 
 
-def hotspot_db_input(wildcards):
-    """The hotspot database, for a pair with a matched normal (Genomon calls hotspots only there)."""
-    return [HOTSPOT_DB] if HOTSPOT_DB and PAIRS[wildcards.tumor].normal else []
-
-
 rule identify_mutations:
     input:
         unpack(lambda wildcards: pair_bams(wildcards.tumor)),

@@ -123,6 +123,11 @@ def pair_bams(tumor):
     return bams
 
 
+def hotspot_db_input(wildcards):
+    """The hotspot database, for a pair with a matched normal (Genomon calls hotspots only there)."""
+    return [HOTSPOT_DB] if HOTSPOT_DB and PAIRS[wildcards.tumor].normal else []
+
+
 def with_indexes(bams):
     return list(bams.values()) + [
         f"{bam}.bai" for bam in bams.values() if bam.startswith(OUTPUT_DIR)

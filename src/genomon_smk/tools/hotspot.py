@@ -6,6 +6,12 @@ is piled up in the tumor and the matched normal (``samtools mpileup -r Chr:Start
 reference, so every read base is printed as its letter), and each database alt is written as one
 row of fisher's 18 tumor/normal columns plus its LOD score when it passes every threshold.
 
+Deliberate differences from upstream v0.1.0: rows in the database's order (upstream's is Python
+2's arbitrary dict order); ``-S`` is split as a shell would split it (upstream splits on single
+spaces); a pileup whose bases and qualities do not line up is an error with a message (upstream
+crashes); the database may be gzip-compressed; ``--samtools_path`` names the samtools to run
+(upstream takes it from PATH, as this does by default).
+
 Usage (upstream's v0.1.0 positional order: tumor, control, output, database)::
 
     hotspotCall [-S samtools_params] [-t 0.1] [-c 0.1] [-R 0.1] [-m 8.0] [-r rna.bam]

@@ -18,6 +18,7 @@ SCHEMA = load_schema(str(Path(__file__).resolve().parents[1] / "workflow" / "sch
 # Every free-text key of the schema: a tool's options as one string.
 OPTION_KEYS = [
     ("map", "bwa_params"),
+    ("hotspot_call", "params"),
     ("fisher_mutation_call", "pair_params"),
     ("fisher_mutation_call", "single_params"),
     ("realignment_filter", "params"),
@@ -90,6 +91,7 @@ def test_every_rule_passes_the_options_quoted(tmp_path, testdata, no_slurm_probe
     pairs.write_text((testdata / "pairs.tsv").read_text() + "pon1\t\t\n")
     values = {key: payload(tmp_path, ".".join(key)) for key in OPTION_KEYS}
     config = write_config(tmp_path, testdata, pairs=str(pairs), split={"chunks": 1},
+                          hotspot_db=str(testdata / "hotspot_database.txt"),  # hotspot_call.params is used
                           **merged(*(nested(key, value) for key, value in values.items())))
     output = run_snakemake(config, "-n", "-p", env=no_slurm_probe).stdout
     for key, value in values.items():

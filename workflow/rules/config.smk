@@ -16,6 +16,7 @@ from genomon_smk.plan.config_check import (
     quoted_options,
     value_at,
 )
+from genomon_smk.plan.hotspot import hotspot_db_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
 from genomon_smk.plan.regions import mutation_regions, regions_of
@@ -95,6 +96,9 @@ SIMPLE_REPEAT = (
     if config["simple_repeat_db"]
     else None
 )
+# Genomon's hotspot database: hotspotCall for every pair with a matched normal, and `mutil filter`
+# keeps the rows it names (rules/identify_mutations.smk, rules/merge_mutation.smk).
+HOTSPOT_DB = config_path(config["hotspot_db"]) if config["hotspot_db"] else None
 # What the set-up rules build, by rule (rules/reference.smk; counted by the plans).
 SETUP_OUTPUTS = setup_outputs(REFERENCE_PLAN, SIMPLE_REPEAT)
 # The set-up rules with work left: some output missing (the rest an earlier run built).
@@ -135,6 +139,20 @@ try:
     # would fail its set-up job or leave every simple-repeat column empty.
     if "simple_repeat_db" in SETUP_PENDING:
         problems = simple_repeat_table_problems(SIMPLE_REPEAT.source, CONTIGS)
+        if problems:
+            raise InputError("\n".join(problems))
+    # Read whole once: a malformed row, or a contig the reference lacks (another build's names),
+    # would fail or silently empty every hotspot job.
+    if HOTSPOT_DB:
+        problems = (
+            hotspot_db_problems(HOTSPOT_DB, CONTIGS)
+            if os.path.isfile(HOTSPOT_DB)
+            else [
+                key_problem(
+                    ("hotspot_db",), f"file not found: {HOTSPOT_DB}", CONFIG_FILES
+                )
+            ]
+        )
         if problems:
             raise InputError("\n".join(problems))
     COHORT = load_cohort(

@@ -96,12 +96,14 @@ def mutation_result(tumor, suffix):
 
 
 def mutation_tools():
-    """The mutation tools' commands: ours, run by this interpreter, or upstream's from PATH."""
+    """The mutation tools' commands: ours, run by this interpreter, or upstream's from PATH
+    (hotspotCall only with a hotspot database)."""
     modules = {
         "fisher": "fisher",
         "mutfilter": "mutfilter",
         "EBFilter": "ebfilter",
         "mutil": "mutil",
+        **({"hotspotCall": "hotspot"} if HOTSPOT_DB else {}),
     }
     if config["mutation_tools"] == "builtin":
         return {
@@ -135,6 +137,11 @@ def pair_bams(tumor):
     for index, member in enumerate(COHORT.panels.get(pair.panel, [])):
         bams[f"panel{index}"] = member if member.endswith(".bam") else final_bam(member)
     return bams
+
+
+def hotspot_db_input(wildcards):
+    """The hotspot database, for a pair with a matched normal (Genomon calls hotspots only there)."""
+    return [HOTSPOT_DB] if HOTSPOT_DB and PAIRS[wildcards.tumor].normal else []
 
 
 def with_indexes(bams):

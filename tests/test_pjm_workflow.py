@@ -226,5 +226,5 @@ def test_the_pjm_profile_without_its_storage_fragment_is_warned_about(pjm_env, t
                               "-n", "--quiet", "rules"], cwd=project, capture_output=True, text=True)
         assert dry.returncode == 0, dry.stderr[-3000:]
         outputs.append(dry.stdout + dry.stderr)
-    assert warning in outputs[0] and "--configfile profiles/pjm/storage.yaml" in outputs[0]
+    assert warning in outputs[0] and f"--configfile {REPO / 'profiles' / 'pjm' / 'storage.yaml'} " in outputs[0]
     assert "WARNING: PJM" not in outputs[1]

@@ -1,6 +1,7 @@
 """Throughput: the run's utilisation timeline (the Fugaku paper's Figs. 7-11), one line per slot
-and one bar per job coloured by stage, drawn last from every job's benchmark file. Included after
-every other rule: its input is FINAL_TARGETS, and it reads the other rules' threads."""
+and one bar per job coloured by stage, drawn last from the benchmark files of this run's jobs.
+Included after every other rule: its input is FINAL_TARGETS, and it reads the other rules'
+threads."""
 
 import time
 
@@ -10,7 +11,7 @@ TIMELINE_PREFIX = f"{OUTPUT_DIR}/qc/timeline/timeline"
 # run started, for its local job's shell. Not a param: it changes every run, and a changed param
 # would rerun the timeline of a finished run.
 if workflow.is_main_process:
-    os.environ["GENOMON_SMK_RUN_STARTED"] = f"{time.time():.3f}"
+    os.environ.update(GENOMON_SMK_RUN_STARTED=f"{time.time():.3f}")
 
 
 # Both read after every other rule is defined (functions in paths.smk).

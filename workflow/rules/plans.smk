@@ -207,10 +207,14 @@ def pjm_storage_warnings():
         gaps.append("storage.paths.node_local is not $PJM_LOCALTMP")
     if not gaps:
         return []
+    # By its absolute path: the run may be in a project directory, not the checkout.
+    fragment = os.path.normpath(
+        os.path.join(workflow.basedir, "..", "profiles", "pjm", "storage.yaml")
+    )
     return [
         f"WARNING: PJM jobs, but {' and '.join(gaps)}: node-local temporaries and the reference stay "
-        "on the global file system. Put the profile's storage fragment first: --configfile "
-        "profiles/pjm/storage.yaml my/config.yaml"
+        f"on the global file system. Put the profile's storage fragment first: --configfile "
+        f"{fragment} my/config.yaml"
     ]
 
 

@@ -317,7 +317,7 @@ def fit_cli(genome, background_dir, cohort, out, *extra):
 
 
 def decimals(x):
-    text = repr(x)
+    text = repr(float(x))
     return len(text.split(".")[1]) if "." in text else 0
 
 

@@ -99,6 +99,26 @@ def test_e_step_falls_back_to_uniform_theta():
 
 
 @pytest.mark.parametrize("sparse", [False, True])
+def test_fused_em_step_with_a_vanishing_mixture(sparse):
+    """A sample whose membership is 0 for the only signature giving its pattern: theta = 1/K."""
+    fdim = (2, 2)
+    counts = np.array([[3, 0, 1, 0], [1, 2, 0, 1]])
+    model = observed_model(counts, fdim, None, sparse)
+    F = [np.array([[1.0, 0.0], [0.5, 0.5]]), np.array([[0.5, 0.5], [0.5, 0.5]])]
+    start = pm.Params(F, np.array([[1.0, 0.0], [0.5, 0.5]]))
+    P = model.pattern_probabilities(start.F)
+    theta = pm.responsibilities(start.Q, P)
+    assert (start.Q @ P.T)[0, 2] == 0 and theta[0, 2].tolist() == [0.5, 0.5]
+    explicit = pm.m_step(counts.astype(float), theta, model.features, fdim, n_variable=2)
+    fused, ll = model.em_step(start)
+    for a, b in zip(fused.F, explicit.F):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    np.testing.assert_allclose(fused.Q, explicit.Q, rtol=1e-12)
+    R = start.Q @ P.T
+    assert ll == pytest.approx(float((counts * np.log(np.where(R > 1e-10, R, 1))).sum()))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
 def test_plain_em_never_decreases_the_loglik(sparse):
     rng = np.random.default_rng(11)
     fdim = pm.IND.fdim

@@ -1,0 +1,107 @@
+"""Speed of the pmsignature fit (Genomon's ind mode) per K on a simulated cohort.
+
+Usage: python bench/pmsignature_speed.py [--samples 1000] [--mutations 5000] [--ks 2,3,4,5,6]
+                                         [--trials 10] [--em squarem|plain] [--threads 1]
+
+Simulates N tumors with M SNVs each drawn from 3 planted ind signatures (numBases 5, strand,
+3072 patterns) plus a background, then times `fit` (trialnum starts, tol 1e-4, as Genomon)
+for each K and prints seconds per K, per trial, the iterations and the best LL. With fewer
+trials than 10 the time for Genomon's 10 is extrapolated (labelled). The feature encoding
+(reading mutation.cut.txt against the FASTA) is a separate, once-per-cohort cost; its rate is
+measured by --encode (mutations per second on a synthetic FASTA).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--mutations", type=int, default=5000, help="per sample")
+    parser.add_argument("--ks", default="2,3,4,5,6")
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--em", choices=("squarem", "plain"), default="squarem")
+    parser.add_argument("--threads", default="1", help="OPENBLAS_NUM_THREADS (default 1)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--encode", type=int, default=0,
+                        help="also time the feature encoding of this many mutations")
+    args = parser.parse_args()
+    os.environ["OPENBLAS_NUM_THREADS"] = args.threads     # before numpy loads OpenBLAS
+    import numpy as np
+    from genomon_smk.tools import pmsignature as pm
+
+    rng = np.random.default_rng(args.seed)
+    fdim = pm.IND.fdim
+    n_codes = pm.IND.n_patterns
+    feats = pm.decode(np.arange(n_codes), fdim)
+    planted = [rng.dirichlet(np.full(d, 0.5), size=3) for d in fdim]
+    P = np.ones((n_codes, 3))
+    for l, f in enumerate(planted):
+        P *= f.T[feats[:, l]]
+    background = rng.dirichlet(np.full(n_codes, 5.0))
+    P = np.column_stack([P, background])
+    Q = rng.dirichlet(np.ones(4), size=args.samples)
+    mix = Q @ P.T
+    counts = np.array([rng.multinomial(args.mutations, m / m.sum()) for m in mix])
+    keep = np.flatnonzero(counts.sum(axis=0) > 0)
+    catalog = pm.Catalog(pm.IND, [f"t{i}" for i in range(args.samples)], keep, counts[:, keep])
+    model = pm.model_for(catalog, background)
+    density = np.count_nonzero(catalog.counts) / catalog.counts.size
+    print(f"cohort: {args.samples} tumors x {args.mutations} SNVs, {len(keep)} of {n_codes} "
+          f"patterns observed, {density:.0%} of the cells nonzero "
+          f"({'sparse' if model.sparse else 'dense'} counts); {args.em}, "
+          f"OPENBLAS_NUM_THREADS={args.threads}, {os.cpu_count()} CPUs (shared)")
+    start = pm.random_start(rng, args.samples, 4, fdim, True)
+    t = time.perf_counter()
+    for _ in range(5):
+        model.em_step(start)
+    print(f"one EM step: {(time.perf_counter() - t) / 5 * 1000:.1f} ms")
+    print("K\ttrials\tseconds\ts/trial\titerations(best)\tbest LL\tGenomon's 10 trials (s)")
+    total = 0.0
+    for K in [int(k) for k in args.ks.split(",")]:
+        t = time.perf_counter()
+        result = pm.fit(model, K, trials=args.trials, seed=args.seed,
+                        accelerate=args.em == "squarem")
+        seconds = time.perf_counter() - t
+        ten = seconds / args.trials * 10
+        total += ten
+        label = f"{ten:.1f}" + ("" if args.trials == 10 else " (extrapolated)")
+        print(f"{K}\t{args.trials}\t{seconds:.1f}\t{seconds / args.trials:.2f}\t"
+              f"{result.iterations}\t{result.loglik:.2f}\t{label}")
+    print(f"all K, 10 trials each: {total / 60:.1f} min on one core"
+          + ("" if args.trials == 10 else " (extrapolated from the trials run)"))
+    if args.encode:
+        encode_rate(pm, np, args.encode)
+    return 0
+
+
+def encode_rate(pm, np, n):
+    """Mutations per second of build_catalog on a synthetic 10 Mb genome with one transcript."""
+    import tempfile
+    import pysam
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        seq = "".join(rng.choice(list("ACGT"), 10_000_000))
+        fa = os.path.join(tmp, "ref.fa")
+        with open(fa, "w") as out:
+            out.write(">1\n" + "\n".join(seq[i:i + 60] for i in range(0, len(seq), 60)) + "\n")
+        pysam.faidx(fa)
+        tx = pm.StrandMap({"1": [(0, len(seq), 1)]})
+        pos = rng.integers(10, len(seq) - 10, n)
+        rows = [(f"t{i % 1000}", "chr1", int(p) + 1, seq[p], "ACGT".replace(seq[p], "")[i % 3])
+                for i, p in enumerate(pos)]
+        with pysam.FastaFile(fa) as fasta:
+            t = time.perf_counter()
+            pm.build_catalog(rows, fasta, pm.IND, tx)
+            seconds = time.perf_counter() - t
+    print(f"feature encoding: {n} mutations in {seconds:.1f} s ({n / seconds:,.0f}/s); "
+          f"1,000 x 5,000 = 5e6 mutations ~ {5e6 / (n / seconds) / 60:.1f} min, once per cohort")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -27,6 +27,7 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--em", choices=("squarem", "plain"), default="squarem")
     parser.add_argument("--threads", default="1", help="OPENBLAS_NUM_THREADS (default 1)")
+    parser.add_argument("--processes", type=int, default=1, help="trials in parallel (fit -t)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--encode", type=int, default=0,
                         help="also time the feature encoding of this many mutations")
@@ -55,7 +56,8 @@ def main() -> int:
     print(f"cohort: {args.samples} tumors x {args.mutations} SNVs, {len(keep)} of {n_codes} "
           f"patterns observed, {density:.0%} of the cells nonzero "
           f"({'sparse' if model.sparse else 'dense'} counts); {args.em}, "
-          f"OPENBLAS_NUM_THREADS={args.threads}, {os.cpu_count()} CPUs (shared)")
+          f"OPENBLAS_NUM_THREADS={args.threads}, {args.processes} process(es), "
+          f"{os.cpu_count()} CPUs (shared; load average {os.getloadavg()[0]:.1f})")
     start = pm.random_start(rng, args.samples, 4, fdim, True)
     t = time.perf_counter()
     for _ in range(5):
@@ -66,14 +68,14 @@ def main() -> int:
     for K in [int(k) for k in args.ks.split(",")]:
         t = time.perf_counter()
         result = pm.fit(model, K, trials=args.trials, seed=args.seed,
-                        accelerate=args.em == "squarem")
+                        accelerate=args.em == "squarem", processes=args.processes)
         seconds = time.perf_counter() - t
         ten = seconds / args.trials * 10
         total += ten
         label = f"{ten:.1f}" + ("" if args.trials == 10 else " (extrapolated)")
         print(f"{K}\t{args.trials}\t{seconds:.1f}\t{seconds / args.trials:.2f}\t"
               f"{result.iterations}\t{result.loglik:.2f}\t{label}")
-    print(f"all K, 10 trials each: {total / 60:.1f} min on one core"
+    print(f"all K, 10 trials each: {total / 60:.1f} min with {args.processes} process(es)"
           + ("" if args.trials == 10 else " (extrapolated from the trials run)"))
     if args.encode:
         encode_rate(pm, np, args.encode)

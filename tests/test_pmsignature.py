@@ -170,9 +170,11 @@ def test_fit_is_reproducible_with_a_seed():
     fdim = (6, 4, 4)
     _, _, bg, counts = simulate(rng, 8, 100, fdim, 2)
     model = observed_model(counts, fdim, bg)
-    a, b = pm.fit(model, 3, trials=2, seed=9), pm.fit(model, 3, trials=2, seed=9)
-    assert a.trial_logliks == b.trial_logliks
+    a, b = pm.fit(model, 3, trials=2, seed=9), pm.fit(model, 3, trials=2, seed=9, processes=2)
+    assert a.trial_logliks == b.trial_logliks       # the same in forked processes
     np.testing.assert_array_equal(a.params.Q, b.params.Q)
+    c = pm.fit(model, 3, trials=3, seed=9)          # a trial's start does not depend on their number
+    assert c.trial_logliks[:2] == a.trial_logliks
 
 
 # ----------------------------------------------------------------------------- encoding

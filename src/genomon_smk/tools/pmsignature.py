@@ -248,7 +248,7 @@ def read_annotation(path: str, resolve: Callable[[str], str | None], kind: str) 
             if not line.strip() or line.startswith("#"):
                 continue
             f = line.rstrip("\n").split("\t")
-            if len(f) == 9 and f[6] in "+-" and f[3].isdigit():          # GTF, 1-based closed
+            if len(f) == 9 and f[6] in ("+", "-") and f[3].isdigit():          # GTF, 1-based closed
                 contig = resolve(f[0])
                 if contig is None:
                     continue

@@ -86,6 +86,7 @@ MAX_ITER = 10000
 TRIALNUM = 10
 E_STEP_FLOOR = 1e-8     # theta = 1/K below this denominator
 LL_FLOOR = 1e-10        # LL terms with a smaller mixture probability are skipped
+DENSE_BLOCK = 64        # samples per block of the dense E step
 
 #: where bin/install puts annot_utils' UCSC tables (the SV tools' venv)
 ANNOT_UTILS_GLOB = ".venv-sv/lib/python3*/site-packages/annot_utils/data/{genome}/refGene.txt.gz"
@@ -515,47 +516,68 @@ class Model:
         return P if self.background is None else np.column_stack([P, self.background])
 
     def loglik(self, params: Params) -> float:
-        return self._weights(params.Q, self.pattern_probabilities(params.F), weights=False)[0]
+        return self._pass(params.Q, self.pattern_probabilities(params.F), weights=False)[0]
 
-    def _weights(self, Q: np.ndarray, P: np.ndarray, weights: bool = True, want_ll: bool = True):
-        """(LL or None, W = g / R at the counted cells (0 where R <= 1e-8), the counted cells with
-        R <= 1e-8 as (rows, cols, g) or None) for memberships Q and pattern probabilities P."""
+    def _pass(self, Q: np.ndarray, P: np.ndarray, weights: bool = True, want_ll: bool = True):
+        """One pass over the counts with R = Q P^T and W = g / R (0 where R <= 1e-8):
+        (LL or None, W P [N, K], W^T Q [M, K], the counted cells with R <= 1e-8 as
+        (rows, cols, g) or None)."""
         if self.sparse:
+            import scipy.sparse as sp
             g, rows, cols = self.counts.data, self._rows, self._cols
             R = np.einsum("ik,ik->i", Q[rows], P[cols])
             ll = float(np.einsum("i,i->", g, np.log(np.where(R > LL_FLOOR, R, 1.0)))) if want_ll else None
             if not weights:
-                return ll, None, None
+                return ll, None, None, None
             ok = R > E_STEP_FLOOR
             w = np.where(ok, g / np.where(ok, R, 1.0), 0.0)
-            import scipy.sparse as sp
             W = sp.csr_matrix((w, self.counts.indices, self.counts.indptr), shape=self.counts.shape)
             bad = (rows[~ok], cols[~ok], g[~ok]) if not ok.all() else None
-            return ll, W, bad
+            return ll, W @ P, W.T @ Q, bad
+        # dense: blocks of DENSE_BLOCK samples, so R and W stay in cache (2x faster than whole
+        # arrays); whole-block ufuncs unless a mixture vanishes (masked ufuncs are ~6x slower);
+        # sums by einsum, not BLAS dot (slow when threads contend)
         G = self.counts
-        R = Q @ P.T
-        if R.min() > E_STEP_FLOOR:
-            # the usual case, on whole arrays (masked ufuncs are ~6x slower); g = 0 gives w = 0
-            # (BLAS dot is avoided for the sum: slow when threads contend)
-            ll = float(np.einsum("ij,ij->", G, np.log(R))) if want_ll else None
-            return ll, (G / R if weights else None), None
-        logs = np.log(R, out=np.zeros_like(R), where=self._mask & (R > LL_FLOOR))
-        ll = float(np.einsum("ij,ij->", G, logs))
-        if not weights:
-            return ll, None, None
-        ok = self._mask & (R > E_STEP_FLOOR)
-        W = np.divide(G, R, out=np.zeros_like(R), where=ok)
-        rows, cols = np.nonzero(self._mask & ~ok)
-        return ll, W, (rows, cols, G[rows, cols]) if len(rows) else None
+        N, M = G.shape
+        PT = np.ascontiguousarray(P.T)
+        ll = 0.0
+        WP = np.empty((N, Q.shape[1])) if weights else None
+        WtQ = np.zeros((M, Q.shape[1])) if weights else None
+        bad = []
+        for s in range(0, N, DENSE_BLOCK):
+            Gb, Qb = G[s:s + DENSE_BLOCK], Q[s:s + DENSE_BLOCK]
+            Rb = Qb @ PT
+            if Rb.min() > E_STEP_FLOOR:
+                if want_ll:
+                    ll += float(np.einsum("ij,ij->", Gb, np.log(Rb)))
+                if weights:
+                    np.divide(Gb, Rb, out=Rb)
+            else:
+                mask = self._mask[s:s + DENSE_BLOCK]
+                if want_ll:
+                    logs = np.log(Rb, out=np.zeros_like(Rb), where=mask & (Rb > LL_FLOOR))
+                    ll += float(np.einsum("ij,ij->", Gb, logs))
+                if weights:
+                    ok = mask & (Rb > E_STEP_FLOOR)
+                    r, c = np.nonzero(mask & ~ok)
+                    bad.append((r + s, c, Gb[r, c]))
+                    np.divide(Gb, Rb, out=Rb, where=ok)
+                    Rb[~ok] = 0.0
+            if weights:
+                WP[s:s + DENSE_BLOCK] = Rb @ P
+                WtQ += Rb.T @ Qb
+        if bad:
+            bad = tuple(np.concatenate(parts) for parts in zip(*bad))
+        return (ll if want_ll else None), WP, WtQ, (bad or None)
 
     def em_step(self, params: Params, want_ll: bool = True) -> tuple[Params, float | None]:
         """One fused E+M step; returns the new parameters and the LL of `params` (or None)."""
         Q = params.Q
         P = self.pattern_probabilities(params.F)
         K = Q.shape[1]
-        ll, W, bad = self._weights(Q, P, want_ll=want_ll)
-        newQ = Q * (W @ P)                # sum_m g theta per (n, k)
-        expected = P * (W.T @ Q)          # sum_n g theta per (m, k)
+        ll, WP, WtQ, bad = self._pass(Q, P, want_ll=want_ll)
+        newQ = Q * WP                     # sum_m g theta per (n, k)
+        expected = P * WtQ                # sum_n g theta per (m, k)
         if bad is not None:               # theta = 1/K where the mixture vanishes
             rows, cols, g = bad
             np.add.at(newQ, rows, (g / K)[:, None])

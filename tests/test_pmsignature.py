@@ -249,13 +249,14 @@ def test_catalog_filters_normalises_and_reads_the_strand(genome, caplog):
     pos_pyr = next(p for p in range(1100, 1900) if base_at(genome, "1", p) in "CT")
     pos_pur = next(p for p in range(8100, 14000) if base_at(genome, "1", p) in "AG")
     pos_intergenic = 16000
+    ref_off = base_at(genome, "1", pos_intergenic)
     ref_pyr, ref_pur = base_at(genome, "1", pos_pyr), base_at(genome, "1", pos_pur)
     alt_pyr = "A" if ref_pyr != "A" else "G"
     alt_pur = "T"
     rows = [("s2", "chr1", pos_pyr, ref_pyr, alt_pyr),
             ("s1", "chr1", pos_pur, ref_pur, alt_pur),
             ("s1", "chr1", pos_pur, ref_pur, alt_pur),
-            ("s1", "chr1", pos_intergenic, base_at(genome, "1", pos_intergenic), "A" if base_at(genome, "1", pos_intergenic) != "A" else "C"),
+            ("s1", "chr1", pos_intergenic, ref_off, "A" if ref_off != "A" else "C"),
             ("s1", "chr1", pos_pyr, "-", "A"),                      # insertion
             ("s1", "chr1", pos_pyr, ref_pyr + "A", "-"),             # deletion
             ("s1", "chr1", pos_pyr, ref_pyr, "N"),

@@ -20,14 +20,17 @@ Shiraishi, Tremmel, Miyano and Stephens, PLoS Genet 11(12):e1005657 (2015); no u
   q_{n,k} P(m|k). EM: theta_{n,m,k} proportional to q_{n,k} P(m|k) (1/K when the sum is <= 1e-8);
   f_{k,l}(v) proportional to sum_{n, m: m_l = v} g theta; q_{n,k} proportional to sum_m g theta.
   Acceleration: SQUAREM (Varadhan & Roland 2008; step length |r|/|v|, "SqS3"), steps clamped to
-  [1, step_max], step_max starting at 1 and multiplied / divided by 4. Stop when |LL - LL_prev| < tol (1e-4) or after
-  max_iter (10000) iterations. Starts: every simplex an i.i.d. Gamma(1, 1) draw, normalised.
+  [1, step_max], step_max starting at 1 and multiplied / divided by 4; an extrapolation leaving
+  the simplices or lowering LL by more than 1 is replaced by two plain EM steps. Stop when
+  |LL - LL_prev| < tol (1e-4) or after max_iter (10000) iterations. Starts: every simplex an
+  i.i.d. Gamma(1, 1) draw, normalised.
   ``trialnum`` starts (each from its own stream of the seed); the best final LL wins (the first
   on ties).
 * The E and M steps are fused and vectorised over patterns: with R = Q P^T and W = G / R,
   new q is proportional to Q * (W P) and the pattern-level expected counts are P * (W^T Q);
   the latter summed per feature value give the new f. Counts are a dense N x M matrix over the
-  observed patterns M (<= 3072 for ind) or, when sparse enough, a CSR matrix.
+  observed patterns M (<= 3072 for ind), taken in blocks of 64 samples, or, when fewer than 20%
+  of the cells are nonzero, a CSR matrix.
 * Background (section 4.5 recipe, seeded): uniform random positions over the primary contigs
   (optional chr, then digits, X or Y) weighted by length; kept where an exon of the annotation
   covers the position and the window is ACGT; a uniformly random alt among the three others;

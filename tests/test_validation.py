@@ -309,8 +309,9 @@ def test_dry_run_shows_every_job_with_a_static_dag(tmp_path, testdata, no_slurm_
         if len(fields) == 2 and fields[1].isdigit():
             counts[fields[0]] = int(fields[1])
     samples, chunks = 5, 3
-    regions = make_regions(str(testdata / "ref" / "genome.fa.fai"), None, 40000, 0)
-    assert len(regions) > 4
+    cut = yaml.safe_load(config.read_text())["regions"]
+    regions = make_regions(str(testdata / "ref" / "genome.fa.fai"), None, cut["max_length"], cut["pack_bp"])
+    assert len(regions) > 4  # the first contig cut in two, and the unmapped region
     assert counts["split_fastq"] == samples
     assert counts["map_reads"] == samples * chunks
     assert counts["gather_map"] == samples

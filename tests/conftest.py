@@ -127,6 +127,28 @@ def run_snakemake(config_path, *args, check=True, env=None):
     return result
 
 
+def parse_workflow(*configs):
+    """Snakemake's parse of the workflow in this process, from RUN_DIR with these config files, as
+    `snakemake -n` starts: every parse-time check (rules/config.smk, rules/plans.smk) runs, and a
+    refusal raises the WorkflowError that Snakemake would print; no job runs. About 0.2 s where
+    a `snakemake` process takes seconds to start (the fast lane's refusal tests)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
+
+    cwd = os.getcwd()  # the API changes to the working directory
+    try:
+        with SnakemakeApi(OutputSettings()) as api:
+            api.workflow(
+                resource_settings=ResourceSettings(cores=2),
+                config_settings=ConfigSettings(configfiles=[Path(config) for config in configs]),
+                storage_settings=StorageSettings(),
+                snakefile=REPO / "workflow" / "Snakefile",
+                workdir=RUN_DIR,
+            ).dag()
+    finally:
+        os.chdir(cwd)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_slurm_probe(tmp_path_factory):
     """For the whole session until the `slurm` fixture starts the test Slurm: a `scontrol` that fails

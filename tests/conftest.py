@@ -4,8 +4,10 @@ by the pytest-xdist workers); the order and grouping in which the workers take t
 import atexit
 import fcntl
 import hashlib
+import inspect
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,6 +41,85 @@ def checkout_view() -> Path:
 RUN_DIR = checkout_view()
 
 
+# --- the two lanes: `bin/test` runs every test, `bin/test --fast` those not marked `slow`
+
+# A test is marked `slow` here, so that nobody has to remember it: when it has one of SLOW_MARKS,
+# is in SLOW_TESTS, or starts Snakemake: its source, or that of a fixture it uses or of a function
+# of the same module that either calls (recursively), names a way to start it (STARTS_SNAKEMAKE).
+# The pipeline-run fixtures (pipeline_run, pair_run) start it, so every test that uses them is
+# slow. `@pytest.mark.fast` keeps a test in the fast lane whatever it starts (the lint's
+# `snakemake --lint`). A test that is not slow and still starts a Snakemake process fails
+# (snakemake_only_in_slow_tests): the detection missed it, mark it `workflow`.
+SLOW_MARKS = ("workflow", "slurm", "pjm", "slow")
+STARTS_SNAKEMAKE = re.compile(
+    r"\b(SNAKEMAKE|SNAKEMAKE_MODULE|run_snakemake|run_scenario|start_interruptible|run_interruptible)\b"
+    r"|[\"'/]snakemake[\"' ]"
+)
+# Slow for what they compute, not for Snakemake (the fast lane is the unit tests and the lint).
+SLOW_TESTS = {
+    "tests/test_testdata.py",  # runs the test-data generator several times (about 20 s)
+    "tests/test_bai_merge.py",  # maps and indexes BAMs with samtools and biobambam (about 55 s)
+    "tests/test_scatter.py",  # on the pipeline run's chunks (pipeline_run)
+}
+
+
+def starts_snakemake(function, seen) -> bool:
+    """Whether function, or a function of its module that it calls, names a way to start Snakemake."""
+    if function in seen:
+        return False
+    seen.add(function)
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+    if STARTS_SNAKEMAKE.search(source):
+        return True
+    module = sys.modules.get(function.__module__)
+    return any(
+        inspect.isfunction(called := getattr(module, name, None)) and starts_snakemake(called, seen)
+        for name in set(re.findall(r"\b(\w+)\(", source))
+    )
+
+
+def is_slow(item) -> bool:
+    if item.get_closest_marker("fast"):
+        return False
+    if any(item.get_closest_marker(mark) for mark in SLOW_MARKS):
+        return True
+    if item.nodeid.split("::")[0] in SLOW_TESTS or item.nodeid.split("[")[0] in SLOW_TESTS:
+        return True
+    seen = {snakemake_only_in_slow_tests.__wrapped__ if hasattr(snakemake_only_in_slow_tests, "__wrapped__")
+            else snakemake_only_in_slow_tests}
+    functions = [getattr(item, "function", None)] + [
+        definitions[-1].func for definitions in item._fixtureinfo.name2fixturedefs.values() if definitions
+    ]
+    return any(function is not None and starts_snakemake(function, seen) for function in functions)
+
+
+def command_starts_snakemake(args) -> bool:
+    if isinstance(args, (str, bytes, os.PathLike)):
+        return bool(re.search(r"(^|[\s/])snakemake(\s|$)", os.fsdecode(args)))
+    words = [os.fsdecode(word) if isinstance(word, (str, bytes, os.PathLike)) else "" for word in args]
+    return any(os.path.basename(word) == "snakemake" for word in words) or any(
+        pair == ["-m", "snakemake"] for pair in map(list, zip(words, words[1:])))
+
+
+@pytest.fixture(autouse=True)
+def snakemake_only_in_slow_tests(request, monkeypatch):
+    """A test that the fast lane runs may not start a Snakemake process."""
+    if request.node.get_closest_marker("slow") or request.node.get_closest_marker("fast"):
+        return
+
+    class Popen(subprocess.Popen):
+        def __init__(self, args, *rest, **options):
+            if command_starts_snakemake(args):
+                pytest.fail(f"{request.node.nodeid} starts Snakemake ({args!r}) but is in the fast lane: "
+                            "mark it @pytest.mark.workflow (tests/conftest.py, the two lanes)", pytrace=False)
+            super().__init__(args, *rest, **options)
+
+    monkeypatch.setattr(subprocess, "Popen", Popen)
+
+
 # --- how the pytest-xdist workers share the work (bin/test: `pytest -n 3 --dist loadscope`: a
 # module is one unit, so its module-scoped fixtures are made once and one worker has the Slurm)
 
@@ -48,7 +129,11 @@ WORKER_ORDER = ("slurm", "pjm", "workflow")
 
 
 def pytest_collection_modifyitems(items):
-    """Tests with WORKER_ORDER's marks first, in that order."""
+    """Every slow test marked `slow` (the lanes, above); tests with WORKER_ORDER's marks first, in
+    that order."""
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
 
     def rank(item):
         return next((i for i, mark in enumerate(WORKER_ORDER) if item.get_closest_marker(mark)), len(WORKER_ORDER))

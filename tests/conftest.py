@@ -18,6 +18,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+# One BLAS thread in the tests and every process they start (Snakemake, its jobs: EBFilter,
+# GenomonSV, MultiQC): OpenBLAS's own threads, one per core, spin against the other workers' and
+# jobs' processes on the two cores (the EBFilter fit tests took 3 times the CPU and 4 times the
+# time with them on a busy machine). Set before anything imports numpy; a value given is kept.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
@@ -123,22 +130,52 @@ def snakemake_only_in_slow_tests(request, monkeypatch):
 # --- how the pytest-xdist workers share the work (bin/test: `pytest -n 3 --dist loadscope`: a
 # module is one unit, so its module-scoped fixtures are made once and one worker has the Slurm)
 
-# The cluster tests mostly wait for their schedulers, so they start first, beside the tests that
-# compute.
+# The modules that take longest, longest first (--durations of the whole suite, 2026-11-26), so
+# that none of them starts last while the other workers run out of work; the cluster modules
+# mostly wait for their schedulers, so they start first, beside the tests that compute (the
+# scenarios, which make the default run that the cluster tests compare with at their end). The
+# modules not named here follow: those with WORKER_ORDER's marks first, in that order, then the
+# rest in collection order.
+UNIT_ORDER = (
+    "test_slurm.py", "test_pjm_workflow.py", "test_scenarios.py", "test_pjm_allocation.py", "test_faults.py",
+    "test_isolation.py", "test_mutation_workflow.py", "test_pjm_emulator.py", "test_sv.py", "test_resources.py",
+    "test_bai_merge.py", "test_priorities.py", "test_panel_power.py", "test_scatter.py", "test_genomon_sheet.py",
+)
 WORKER_ORDER = ("slurm", "pjm", "workflow")
 
 
 def pytest_collection_modifyitems(items):
-    """Every slow test marked `slow` (the lanes, above); tests with WORKER_ORDER's marks first, in
-    that order."""
+    """Every slow test marked `slow` (the lanes, above); the modules in UNIT_ORDER's order, then
+    those with WORKER_ORDER's marks."""
     for item in items:
         if is_slow(item):
             item.add_marker(pytest.mark.slow)
 
     def rank(item):
-        return next((i for i, mark in enumerate(WORKER_ORDER) if item.get_closest_marker(mark)), len(WORKER_ORDER))
+        module = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        if module in UNIT_ORDER:
+            return UNIT_ORDER.index(module)
+        marks = (i for i, mark in enumerate(WORKER_ORDER) if item.get_closest_marker(mark))
+        return len(UNIT_ORDER) + next(marks, len(WORKER_ORDER))
 
     items.sort(key=rank)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadscope, but a worker is given its next module only when one test of its last is
+    left (xdist's own waits for two): a module never waits on a worker behind a long one while
+    another worker is free (the PJM pipeline run queued behind the Slurm ones took the whole
+    suite to 15 min). One, not none: a worker keeps its last test until it knows the next."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneModuleAhead(LoadScopeScheduling):
+        def _reschedule(self, node):
+            if node.shutting_down or not self.workqueue or self._pending_of(self.assigned_work[node]) <= 1:
+                super()._reschedule(node)
+
+    return OneModuleAhead(config, log)
 
 
 def run_shared_dir(tmp_path_factory):

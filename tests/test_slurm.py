@@ -37,18 +37,6 @@ def job_state(job_id: int | str) -> str:
     return out[0] if out else ""
 
 
-def test_start_slurm_rerun_keeps_running_daemons(slurm):
-    """A second start-slurm is a no-op check: same slurmctld/slurmd processes, node still usable."""
-    state_dir = Path(re.search(r"state (\S+)", slurm).group(1))
-    pids_before = {name: (state_dir / "run" / f"{name}.pid").read_text() for name in ("slurmctld", "slurmd")}
-    result = subprocess.run([str(START_SLURM)], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("start-slurm: ok:") and len(result.stdout.splitlines()) == 1
-    pids_after = {name: (state_dir / "run" / f"{name}.pid").read_text() for name in ("slurmctld", "slurmd")}
-    assert pids_after == pids_before
-    assert "restarting" not in result.stderr
-
-
 # --- the pipeline through the Slurm profiles
 
 # This test cluster has no accounting (poll with squeue), one 2-CPU node and a `debug` partition;
@@ -149,3 +137,17 @@ def test_slurm_allocation_profile_runs_rule_jobs_as_steps_of_one_allocation(
     # Rule jobs ran as job steps of this one allocation (polled while it ran; most are seen).
     assert len(steps_seen) >= 15, steps_seen
     assert_same_pair_results(tmp_path / "results", request)
+
+
+# Last: a worker is given its next module when one test of this one is left (tests/conftest.py),
+# so that the one left is this short one, not a profile run.
+def test_start_slurm_rerun_keeps_running_daemons(slurm):
+    """A second start-slurm is a no-op check: same slurmctld/slurmd processes, node still usable."""
+    state_dir = Path(re.search(r"state (\S+)", slurm).group(1))
+    pids_before = {name: (state_dir / "run" / f"{name}.pid").read_text() for name in ("slurmctld", "slurmd")}
+    result = subprocess.run([str(START_SLURM)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("start-slurm: ok:") and len(result.stdout.splitlines()) == 1
+    pids_after = {name: (state_dir / "run" / f"{name}.pid").read_text() for name in ("slurmctld", "slurmd")}
+    assert pids_after == pids_before
+    assert "restarting" not in result.stderr

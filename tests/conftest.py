@@ -492,3 +492,28 @@ def slurm():
         subprocess.run([str(START_SLURM.with_name("stop-slurm"))], capture_output=True, timeout=120, env=env)
 
 
+
+
+def job_stats(output: str) -> dict[str, int]:
+    """Snakemake's Job stats table: jobs per rule (the first table of the output; {} when there is
+    nothing to be done)."""
+    if "Job stats:" not in output:
+        return {}
+    counts = {}
+    for line in output[output.index("Job stats:"):].splitlines()[3:]:
+        cells = line.split()
+        if len(cells) != 2 or not cells[1].isdigit() or cells[0] == "total":
+            break
+        counts[cells[0]] = int(cells[1])
+    return counts
+
+
+def retuned_jobs(config_path, section, key, value):
+    """The jobs a dry run plans after the config's section.key is set to value (a copy of the
+    config beside it, so its relative paths and output_dir stay the same), by rule."""
+    config = yaml.safe_load(Path(config_path).read_text())
+    config.setdefault(section, {})[key] = value
+    retuned = Path(config_path).with_name(f"retuned-{section}-{key}.yaml")
+    retuned.write_text(yaml.safe_dump(config))
+    result = run_snakemake(retuned, "-n")
+    return job_stats(result.stdout + result.stderr)

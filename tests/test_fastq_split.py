@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import zlib
 
 import pytest
 
@@ -140,3 +141,42 @@ def test_cli_writes_chunks_and_counts_and_reports_errors(tmp_path, capsys):
     assert len(names(tmp_path / "chunks" / "0001_R2.fastq")) == 3
     assert main(["--sample", "s", "--fq1", r1, "--fq2", str(tmp_path / "missing.gz"), *out]) == 1
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("blank_lines", ["\n", "\n\n\n\n\n", "\r\n\r\n"])
+@pytest.mark.parametrize("block_bytes", [7, 1 << 20])
+def test_trailing_blank_lines_are_accepted(tmp_path, monkeypatch, blank_lines, block_bytes):
+    """Blank lines after the last record (an editor's or a concatenation's) end the file; the
+    last record may still be an empty read, whose sequence and quality lines are blank too."""
+    records = fastq_records(5, length=4) + ["@empty/{mate}\n\n+\n\n"]
+    monkeypatch.setattr(fastq_split, "BLOCK_BYTES", block_bytes)
+    r1, r2 = tmp_path / "r1.fq", tmp_path / "r2.fq"
+    r1.write_text("".join(r.format(mate=1) for r in records) + blank_lines)
+    r2.write_text("".join(r.format(mate=2) for r in records))
+    chunks = chunk_paths(tmp_path, 2)
+    [count] = split_sample([(str(r1), str(r2))], chunks)
+    assert (count.read_pairs, count.empty_read1, count.empty_read2) == (6, 1, 1)
+    assert open(chunks[1][0]).read().endswith("@empty/1\n\n+\n\n")
+
+
+def test_blank_lines_inside_a_file_are_still_refused(tmp_path):
+    records = fastq_records(4, length=4)
+    r1, r2 = tmp_path / "r1.fq", tmp_path / "r2.fq"
+    r1.write_text("".join(r.format(mate=1) for r in records[:2]) + "\n" + "".join(r.format(mate=1) for r in records[2:]))
+    r2.write_text("".join(r.format(mate=2) for r in records))
+    with pytest.raises(FastqError, match="record 3 .* does not start with '@'"):
+        split_sample([(str(r1), str(r2))], chunk_paths(tmp_path, 2))
+
+
+def test_truncated_gzip_reports_the_records_read_before_the_damage(tmp_path):
+    """The records that decompressed before the cut are counted, though the split reads blocks
+    larger than the whole file."""
+    r1, r2 = write_pair(tmp_path, "t", fastq_records(3000))
+    data = open(r1, "rb").read()
+    with open(r1, "wb") as handle:
+        handle.write(data[: len(data) // 2])
+    with pytest.raises(FastqError, match=r"truncated or corrupt gzip after (\d+) records") as refused:
+        split_sample([(r1, r2)], chunk_paths(tmp_path, 2))
+    read = int(refused.value.args[0].split(" after ")[1].split()[0])
+    decompressed = zlib.decompressobj(31).decompress(data[: len(data) // 2])  # what the cut file still holds
+    assert read == decompressed.count(b"\n") // 4 > 1000

@@ -337,14 +337,18 @@ def in_mount_namespace_with_tmpfs(place: Path, size: str, listing: Path) -> tupl
     return ("unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh")
 
 
-def test_out_of_space_on_shared_tmp_fails_the_job_with_its_log_and_leaves_no_partial_output(
-        testdata, tmp_path, no_slurm_probe):
-    place, listing = tmp_path / "small_scratch", tmp_path / "left_on_scratch.txt"
-    place.mkdir()
+def skip_unless_tmpfs_mounts(place):
     probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "mount", "-t", "tmpfs", "tmpfs",
                             str(place)], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs in a user namespace here: {probe.stderr}")
+
+
+def test_out_of_space_on_shared_tmp_fails_the_job_with_its_log_and_leaves_no_partial_output(
+        testdata, tmp_path, no_slurm_probe):
+    place, listing = tmp_path / "small_scratch", tmp_path / "left_on_scratch.txt"
+    place.mkdir()
+    skip_unless_tmpfs_mounts(place)
     # The split writes about 8 MiB of chunks for pon1; the tier holds 1 MiB.
     config = write_config(tmp_path, testdata, split={"chunks": 1}, storage={"paths": {"shared_tmp": str(place)}})
     results = tmp_path / "results"
@@ -356,6 +360,31 @@ def test_out_of_space_on_shared_tmp_fails_the_job_with_its_log_and_leaves_no_par
     log = results / "logs" / "split_fastq" / "pon1.log"
     assert "Error in rule split_fastq" in output and str(log) in output
     assert "No space left on device" in log.read_text()
+    # The job shell names the full tier, its place and the plan's expectation (job-shell.sh).
+    assert f"genomon-smk: no space left on shared_tmp ({place}): " in output
+    assert "the storage plan expected about" in output
     assert f"Removing output files of failed job split_fastq since they might be corrupted:\n{place}/split/pon1" in output
     assert listing.read_text() == ""  # nothing of the failed job stayed on the full tier
     assert not counts.exists()
+
+
+def test_a_map_job_that_fills_node_local_is_reported_as_no_space_left_there(testdata, tmp_path, no_slurm_probe):
+    """The issue's case: bamsort aborts (SIGABRT, a stack trace) when node_local fills up and does
+    not say why; the job shell names the tier, its place and the plan's per-job expectation."""
+    place, listing = tmp_path / "small_node_local", tmp_path / "left_on_node_local.txt"
+    place.mkdir()
+    skip_unless_tmpfs_mounts(place)
+    config = write_config(tmp_path, testdata, split={"chunks": 1}, storage={"paths": {"node_local": str(place)}})
+    results = tmp_path / "results"
+    pieces = results / ".tiers" / "shared_tmp" / "map" / "pon1" / "chunk_0000"
+    failed = run_in(tmp_path, config, str(pieces), env=no_slurm_probe,
+                    prefix=in_mount_namespace_with_tmpfs(place, "1m", listing))
+    output = failed.stdout + failed.stderr
+    assert failed.returncode not in (0, 97), output[-3000:]
+    log = results / "logs" / "map_reads" / "pon1" / "0000.log"
+    assert "Error in rule map_reads" in output and str(log) in output
+    message = f"genomon-smk: no space left on node_local ({place}): "
+    assert message in log.read_text() and message in output
+    assert output.count("genomon-smk: no space left") == 2  # the job's stderr and its log, shown once each
+    assert not pieces.exists()
+    assert listing.read_text() == ""

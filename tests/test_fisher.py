@@ -409,12 +409,17 @@ def pair_line(ref, tumor_bases, normal_bases="..........", pos=10):
     return "chr1\t%d\t%s\t%s\t%s\n" % (pos, ref, sample(tumor_bases), sample(normal_bases))
 
 
-def test_lowercase_reference_printed_as_given_alt_ties_to_acgt_order():
+def test_soft_masked_reference_gives_an_upper_case_ref_as_in_the_vcf_alt_ties_to_acgt_order():
+    """A soft-masked (lower-case) reference base: the anno's Ref (result.txt's) is upper-case like
+    the VCF's REF; upstream prints mpileup's letter as it is (a deliberate difference)."""
     calls = list(fisher.call_pileup_lines([pair_line("g", "......TTAAT")], True, SYNTHETIC))
-    assert [(c.ref, c.alt) for c in calls] == [("g", "T")]
+    assert [(c.ref, c.alt) for c in calls] == [("G", "T")]
+    assert fisher.format_anno(calls[0], True).split("\t")[3] == "G" == fisher.vcf_alleles(calls[0])[0]
+    single = list(fisher.call_pileup_lines([pair_line("g", "......TTTTT")], False, SYNTHETIC))
+    assert [(c.ref, c.alt) for c in single] == [("G", "T")]
     # A and T tied (3 each): A wins as first in A,C,G,T
     calls = list(fisher.call_pileup_lines([pair_line("g", "......TTAAAT")], True, SYNTHETIC))
-    assert [(c.ref, c.alt, c.tumor.variant) for c in calls] == [("g", "A", 3)]
+    assert [(c.ref, c.alt, c.tumor.variant) for c in calls] == [("G", "A", 3)]
 
 
 def test_reference_n_gives_indels_only_and_iupac_reference_is_skipped():

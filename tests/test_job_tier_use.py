@@ -1,18 +1,22 @@
 """Jobs report their own work-directory peak (job-work-dir.sh); the run sums the reports."""
 
 import subprocess
+import sys
 
 from genomon_smk.plan.job_tier_use import MARKER, collect, records_in_log, table, write_tsv
 
 from conftest import REPO
 
 SCRIPT = REPO / "workflow" / "scripts" / "job-work-dir.sh"
+JOB_SHELL = REPO / "workflow" / "scripts" / "job-shell.sh"
 
 
 def run_job(body, work, log, check=True):
-    """A job's shell as Snakemake runs it (bash strict mode) that sources the script, then runs body."""
+    """A job's shell as Snakemake runs it (bash strict mode and job-shell.sh, the workflow's shell
+    prefix) that sources the script, then runs body."""
+    prefix = f'set -euo pipefail; source "{JOB_SHELL}" "{sys.executable}"'
     return subprocess.run(
-        ["bash", "-c", f'set -euo pipefail; source "{SCRIPT}" "{work}" node_local "{log}"; {body}'],
+        ["bash", "-c", f'{prefix}; source "{SCRIPT}" "{work}" node_local "{log}"; {body}'],
         capture_output=True, text=True, check=check, timeout=60,
     )
 

@@ -7,7 +7,7 @@ import sys
 import pysam
 import pytest
 
-from conftest import run_snakemake, write_config
+from conftest import retuned_jobs, run_snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 TUMOR = "tumor"
@@ -134,3 +134,22 @@ def test_upstream_mutation_tools_are_taken_from_path(pipeline_run, testdata, tmp
     ours = [line for line in result_path(pipeline_run, ".txt").read_text().splitlines() if not line.startswith("#")]
     theirs = [line for line in result_path(run_dir / "results", ".txt").read_text().splitlines() if not line.startswith("#")]
     assert theirs == ours
+
+
+# What retuning a final filter reruns: the filter's own job and what reads its result, never the
+# calls before it (the per-region calls' files are temporary: rerunning them is a genome's work).
+MUTATION_FILTER_JOBS = {"filter_mutation", "mutation_summary", "utilisation_timeline", "all"}
+SV_FILTER_JOBS = {"sv_utils_filter", "sv_vcf", "sv_summary", "sv_multiqc_tables", "multiqc", "utilisation_timeline",
+                  "all"}
+
+
+@pytest.mark.parametrize("section, key, value, jobs", [
+    ("mutation_util", "pair_params", "--fish_pval 1.0 --realign_pval 1.0 --eb_pval 0.5 --tcount 4 --ncount 2",
+     MUTATION_FILTER_JOBS),
+    ("mutation_util", "single_params", "--post10q 0.2 --r_post10q 0.1 --count 4", {}),  # no tumor-only pair here
+    ("sv_filt", "sv_utils_params", "--min_tumor_allele_freq 0.1 --max_control_variant_read_pair 1", SV_FILTER_JOBS),
+])
+def test_retuning_a_final_filter_reruns_only_the_filter_and_what_reads_it(pipeline_run, section, key, value, jobs):
+    planned = retuned_jobs(pipeline_run.parent / "config" / "config.yaml", section, key, value)
+    assert set(planned) == set(jobs)
+    assert all(count == 1 for count in planned.values())

@@ -73,7 +73,7 @@ def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scen
     events = [json.loads(line) for line in (pjm_env / "jobs" / job / "mpiexec.log").read_text().splitlines()]
     starts = [e for e in events if e["event"] == "start"]
     submitted_jobs = re.findall(r"Submitted job \d+ with external jobid '([^']+)'", output)
-    local_jobs = re.findall(r"^localrule (\w+):", output, flags=re.M)
+    local_jobs = re.findall(r"^localrule (\w+) started", output, flags=re.M)
     assert len(submitted_jobs) + len(local_jobs) == steps
     assert sorted(e["command"] for e in starts) == sorted([jobscript] for jobscript in submitted_jobs)
     assert all(len(e["ranks"]) == 1 and e["ranks"][0]["cores"] == 48 // SLOTS_PER_NODE for e in starts)

@@ -82,7 +82,7 @@ def run_two_samples(tmp_path, testdata, name, priorities=None):
         overrides["priorities"] = priorities
     config = write_config(directory, testdata, **overrides)
     targets = [str(directory / "results" / "bam" / s / f"{s}.markdup.bam") for s in SAMPLES]
-    result = run_snakemake(config, "--cores", "1", *targets)  # the last --cores wins
+    result = run_snakemake(config, "--cores", "1", "-p", *targets)  # the last --cores wins; -p: job blocks
     events = job_events(result.stdout + result.stderr)
     assert sum(1 for e in events if e[0] == "start" and e[2] == "map_reads") == 2 * SMALL["split"]["chunks"]
     assert sum(1 for e in events if e[0] == "start" and e[2] == "markdup") == 2 * 2
@@ -131,7 +131,7 @@ def test_staggered_pair_waits_without_holding_the_core(tmp_path, testdata):
     config = write_config(directory, testdata, **dict(SMALL, pairs=str(directory / "pairs.tsv"), stagger_minutes=0.1))
     results = directory / "results"
     targets = [str(results / "qc" / s / f"{s}.fastq_counts.json") for s in SAMPLES]
-    result = run_snakemake(config, "--cores", "1", *targets)
+    result = run_snakemake(config, "--cores", "1", "-p", *targets)
     events = job_events(result.stdout + result.stderr)
     starts = [(e[2], e[3].get("sample")) for e in events if e[0] == "start"]
     assert starts.count(("stagger_start", "pon1")) == 1 and ("stagger_start", "normal") not in starts

@@ -9,7 +9,18 @@ import subprocess
 import time
 
 from genomon_smk.plan import run_lock
-from genomon_smk.plan.run_lock import Holder, acquire, clear, held_note, is_stale, lock_text, parse_lock, refusal, release
+from genomon_smk.plan.run_lock import (
+    Holder,
+    acquire,
+    clear,
+    clear_locks_of_dead_run,
+    held_note,
+    is_stale,
+    lock_text,
+    parse_lock,
+    refusal,
+    release,
+)
 
 from conftest import REPO, SNAKEMAKE, write_config
 
@@ -87,6 +98,32 @@ def test_held_note_says_who_holds_the_directory_or_that_the_lock_is_stale(tmp_pa
 # --- end to end: two working directories, one output directory
 
 
+def snakemake_lock_files(workdir, number, outputs, inputs):
+    locks = workdir / ".snakemake" / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    (locks / f"{number}.output.lock").write_text("\n".join(outputs) + "\n")
+    (locks / f"{number}.input.lock").write_text("\n".join(inputs) + "\n")
+
+
+def test_a_dead_runs_snakemake_locks_on_this_output_dir_are_removed_and_no_others(tmp_path):
+    """Only with the output directory's lock proving its run gone (this host, pid gone); only the
+    Snakemake locks that name files of this output directory."""
+    workdir, output_dir = tmp_path / "work", tmp_path / "out"
+    output_dir.mkdir()
+    lock = output_dir / run_lock.LOCK_NAME
+    snakemake_lock_files(workdir, 0, [f"{output_dir}/bam/t/t.bam"], ["/data/t_R1.fq.gz"])
+    snakemake_lock_files(workdir, 1, [f"{tmp_path}/other/bam/n.bam"], [f"{output_dir}/bam/t/t.bam"])
+    lock.write_text(lock_text(Holder("node1", 4242, str(workdir), "yesterday")))
+
+    assert clear_locks_of_dead_run(str(lock), str(output_dir), "node1", alive) is None  # still running
+    assert clear_locks_of_dead_run(str(lock), str(output_dir), "node2", dead) is None  # another host's
+    assert len(list((workdir / ".snakemake" / "locks").iterdir())) == 4
+    note = clear_locks_of_dead_run(str(lock), str(output_dir), "node1", dead)
+    assert "0.output.lock" in note and "0.input.lock" in note and "pid 4242" in note
+    assert sorted(p.name for p in (workdir / ".snakemake" / "locks").iterdir()) == ["1.input.lock", "1.output.lock"]
+    assert clear_locks_of_dead_run(str(lock), str(output_dir), "node1", dead) is None  # nothing left to remove
+
+
 def snakemake(config, workdir, *args):
     return [SNAKEMAKE, "-s", str(REPO / "workflow" / "Snakefile"), "--profile", str(REPO / "profiles" / "local"),
             "--configfile", str(config), "--cores", "1", *args]
@@ -134,12 +171,17 @@ def test_a_second_run_on_the_same_output_dir_is_refused_while_the_first_runs(tmp
         first.wait()
     assert json.loads(lock.read_text())["pid"] == first.pid
 
-    regions = str(output_dir / "regions.tsv")
-    third = subprocess.run(snakemake(config, second_dir, regions), cwd=second_dir, capture_output=True, text=True,
+    # The same command from the same directory resumes: the first run's Snakemake locks there
+    # are removed, as the output directory's lock proves that run gone (the config retuned to a
+    # short wait, as a user would the next day).
+    config.write_text(config.read_text().replace("stagger_minutes: 1", "stagger_minutes: 0.01"))
+    third = subprocess.run(snakemake(config, first_dir, waiting), cwd=first_dir, capture_output=True, text=True,
                            env=no_slurm_probe)
     assert third.returncode == 0, third.stdout + third.stderr
     assert f"taking over the stale lock {lock}" in third.stderr and f"pid {first.pid}" in third.stderr
+    assert "removed its Snakemake locks" in third.stderr and "LockException" not in third.stderr
     assert not lock.exists()  # released at the end of the run
+    assert not list((first_dir / ".snakemake" / "locks").glob("*.lock"))
 
     lock.write_text(lock_text(Holder("another-host", 1, "/elsewhere", "yesterday")))
     unlock = subprocess.run(snakemake(config, second_dir, "--unlock"), cwd=second_dir, capture_output=True,

@@ -1,11 +1,12 @@
 """Cohort input: the TSV tables and Genomon's sample sheet, and every check a schema cannot make."""
 
 import gzip
+import re
 from pathlib import Path
 
 import pytest
 
-from genomon_smk.plan.samplesheet import InputError, imported_name_warnings, load_cohort
+from genomon_smk.plan.samplesheet import LAYOUT_NAMES, InputError, imported_name_warnings, load_cohort
 
 SCHEMAS = str(Path(__file__).resolve().parents[1] / "workflow" / "schemas")
 
@@ -239,3 +240,57 @@ def test_an_imported_bam_of_another_sample_name_is_warned_about(fastqs):
     warnings = imported_name_warnings(cohort)
     assert len(warnings) == 1 and "samples.tsv:2:" in warnings[0] and "'normal'" in warnings[0], warnings
     assert "'BLOOD_A'" in warnings[0]
+
+
+@pytest.mark.parametrize("name, taken", [
+    ("multiqc_data", "qc/multiqc_data/"),
+    ("timeline", "qc/timeline/"),
+    ("control_panel", "sv/control_panel/"),
+    ("non_matched_control_panel", "sv/non_matched_control_panel/"),
+])
+def test_a_sample_name_the_output_layout_uses_is_refused_at_its_line(fastqs, name, taken):
+    samples = GOOD.replace("normal\t", f"{name}\t")
+    kwargs = tables(fastqs, samples, f"tumor\tnormal\tpanel\ntumor\t{name}\tpanel1\n")
+    with pytest.raises(InputError) as refused:
+        load_cohort(SCHEMAS, control_panels={"panel1": ["pon1"]}, **kwargs)
+    assert str(refused.value) == (
+        f"{fastqs / 'samples.tsv'}:4: field 'sample': '{name}' is taken by the output layout "
+        f"({taken} beside the samples' directories, docs/outputs.md): rename the sample"
+    )
+    sheet = fastqs / "genomon.csv"
+    sheet.write_text(f"[fastq]\ntumor,t1_R1.fq.gz,t1_R2.fq.gz\n{name},n1_R1.fq.gz,n1_R2.fq.gz\n"
+                     f"[mutation_call]\ntumor,{name},None\n")
+    with pytest.raises(InputError, match=rf"^{sheet}:3: field 'sample': '{name}' is taken by the output layout"):
+        load_cohort(SCHEMAS, genomon_sample_sheet=str(sheet))
+
+
+def test_every_name_the_rules_put_beside_the_samples_directories_is_reserved():
+    """qc/{sample}/ and sv/{sample}/ share their directories with the run-wide files of the rules:
+    each such fixed name, read from workflow/rules, must be refused as a sample name."""
+    rules = "".join(path.read_text() for path in (Path(SCHEMAS).parent / "rules").glob("*.smk"))
+    beside = re.findall(r"\{OUTPUT_DIR\}/qc/([^/{}\"']+)", rules) + re.findall(r"\{SV_DIR\}/([^/{}\"']+)", rules)
+    assert {"multiqc_data", "timeline", "control_panel"} <= set(beside)
+    assert set(beside) <= set(LAYOUT_NAMES)
+
+
+@pytest.mark.parametrize("samples, pairs, panels", [
+    # A name too long for the schema: its row is refused, and the pair naming it says nothing more.
+    (GOOD.replace("normal\t", "n" * 101 + "\t"), f"tumor\tnormal\tpanel\ntumor\t{'n' * 101}\tpanel1\n", None),
+    # A lane without its R2: the row is refused; the panel naming its sample says nothing more.
+    (GOOD.replace("p1_R2.fq.gz", ""), None, {"panel1": ["pon1"]}),
+])
+def test_one_problem_of_a_sample_row_gives_one_message(fastqs, samples, pairs, panels):
+    kwargs = tables(fastqs, samples, *([pairs] if pairs else []))
+    with pytest.raises(InputError) as refused:
+        load_cohort(SCHEMAS, control_panels=panels or {"panel1": ["pon1"]}, **kwargs)
+    assert len(str(refused.value).splitlines()) == 1, str(refused.value)
+    assert "samples.tsv:" in str(refused.value)
+
+
+def test_one_problem_of_a_genomon_sheet_row_gives_one_message(fastqs):
+    sheet = fastqs / "genomon.csv"
+    sheet.write_text("[fastq]\ntumor,t1_R1.fq.gz,t1_R2.fq.gz\nnormal,n1_R1.fq.gz\n[mutation_call]\ntumor,normal,None\n"
+                     "[sv_detection]\ntumor,normal,None\n[qc]\nnormal\n")
+    with pytest.raises(InputError) as refused:
+        load_cohort(SCHEMAS, genomon_sample_sheet=str(sheet))
+    assert str(refused.value) == f"{sheet}:3: [fastq] rows have 3 cells (sample, R1, R2), found 2"

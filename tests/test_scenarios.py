@@ -14,7 +14,7 @@ import subprocess
 import pysam
 import pytest
 
-from conftest import SCENARIO_DIRS, result_rows as rows_without_meta, run_scenario, run_snakemake
+from conftest import SCENARIO_DIRS, result_rows as rows_without_meta, retuned_jobs, run_scenario, run_snakemake
 from test_mutation_workflow import called, result_rows, truth_sites
 from test_sv import planted_svs, score, sv_file, sv_rows
 
@@ -103,6 +103,10 @@ def test_tumor_without_normal(scenario_root, pipeline_run, testdata, name, panel
     assert {row["Num_Control_Ref_Read_Pair"] for row in sv_calls} == {"---"}
     assert ran_jobs(results, "sv_merge_control") == (["panel1"] if panel else [])
     assert vcf_samples(sv_file(results, "tumor", ".filt.vcf.gz")) == ["tumor"]
+    # The second day: mutil's single mode retuned reruns its filter only, not the calls.
+    assert set(retuned_jobs(scenario_root / name / "config.yaml", "mutation_util", "single_params",
+                            "--post10q 0.2 --r_post10q 0.2 --count 4")) == {
+        "filter_mutation", "mutation_summary", "utilisation_timeline", "all"}
 
 
 def test_two_pairs_sharing_a_normal_map_it_once(scenario_root, pipeline_run, testdata):
@@ -189,5 +193,5 @@ def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_ru
     plan = run_snakemake(scenario_root / "config-genomon-sheet" / "config.yaml", "-n", "--forceall", "--quiet", "rules")
     planned = int(re.search(r"total \(with rule all\) +(\d+)", plan.stderr).group(1))
     counted = int(re.search(r"^total +(\d+)$", plan.stdout + plan.stderr, flags=re.M).group(1))
-    # 73 without the SV stage: 4 parses, 1 merge, filt, sv_utils, VCF, summary, MultiQC tables
-    assert planned == counted == 83
+    # 75 without the SV stage: 4 parses, 1 merge, filt, sv_utils, VCF, summary, MultiQC tables
+    assert planned == counted == 85

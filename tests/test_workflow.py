@@ -11,7 +11,7 @@ import subprocess
 import pysam
 import pytest
 
-from conftest import run_snakemake
+from conftest import result_rows, run_snakemake
 from genomon_smk.plan.regions import read_regions
 
 SAMPLES = ["tumor", "normal", "pon1", "pon2", "pon3"]
@@ -120,9 +120,22 @@ def test_counts_and_logs_and_no_temporaries_left(pipeline_run, truth):
     assert [Path(entry["source"]).name for entry in staged][:2] == ["genome.fa", "genome.fa.fai"]
 
 
-def test_rerun_has_nothing_to_do(pipeline_run):
-    result = run_snakemake(pipeline_run.parent / "config" / "config.yaml", "-n")
-    assert "Nothing to be done" in result.stdout + result.stderr
+def test_rerun_has_nothing_to_do_and_ends_with_the_results_summary(pipeline_run):
+    """Nothing to run: the closing summary still says where the results are and counts the calls
+    the final filter kept and removed, and the SV junctions, from the files themselves."""
+    result = run_snakemake(pipeline_run.parent / "config" / "config.yaml")
+    output = result.stdout + result.stderr
+    assert "Nothing to be done" in output
+    summary = output[output.index(f"genomon-smk: the results are in {pipeline_run}\n"):].splitlines()
+    mutation = pipeline_run / "mutation" / "tumor" / "tumor.genomon_mutation.result"
+    kept = len(result_rows(mutation.with_name(mutation.name + ".filt.txt"))) - 1  # less the header
+    everything = len(result_rows(mutation.with_name(mutation.name + ".txt"))) - 1
+    svs = len(result_rows(pipeline_run / "sv" / "tumor" / "tumor.genomonSV.result.filt.txt")) - 1
+    assert 0 < kept < everything and svs > 0
+    assert summary[1].split() == ["pair", "kept", "removed", "SVs", "filtered", "result"]
+    assert summary[2].split() == ["tumor", str(kept), str(everything - kept), str(svs),
+                                  "mutation/tumor/tumor.genomon_mutation.result.filt.txt"]
+    assert "  MultiQC:  qc/multiqc_report.html" in summary and "  job logs: logs" in summary
 
 
 def test_tier_use_is_measured_and_only_results_reach_global(pipeline_run):

@@ -1,7 +1,8 @@
 """Merge mutation: per pair, the region results under Genomon's meta lines and header
-(`result.txt`), `mutil filter` (`result.filt.txt`), and a bgzipped, indexed VCF of the
-filtered calls; then a summary of both (call counts, substitution classes, tumor VAF) as a TSV
-and a plot for the Snakemake report."""
+(`result.txt`); in a job of its own, so that retuning it reruns nothing else, the final filter
+(`mutil filter` -> `result.filt.txt`) and bgzipped, indexed VCFs of the filtered and of all
+calls; then a summary of both (call counts, substitution classes, tumor VAF) as a TSV and a plot
+for the Snakemake report."""
 
 MUTATION_SUMMARY_PREFIX = (
     f"{OUTPUT_DIR}/mutation/{{tumor}}/{{tumor}}.genomon_mutation.summary"
@@ -15,16 +16,10 @@ rule merge_mutation:
             tumor=wildcards.tumor,
             region=MUTATION_REGIONS,
         ),
-        reference=REFERENCE,
     output:
+        # The unfiltered calls, kept: the final filter below reads them, so retuning it reruns
+        # neither this job nor the per-region calls (whose files are temporary).
         result=mutation_result("{tumor}", ".txt"),
-        filtered=mutation_result("{tumor}", ".filt.txt"),
-        vcf=mutation_result("{tumor}", ".filt.vcf.gz"),
-        tbi=mutation_result("{tumor}", ".filt.vcf.gz.tbi"),
-        # Every call of result.txt, FILTER naming the thresholds it fails: relax a filter
-        # without rerunning anything.
-        all_vcf=mutation_result("{tumor}", ".vcf.gz"),
-        all_tbi=mutation_result("{tumor}", ".vcf.gz.tbi"),
     log:
         log_path("merge_mutation", "{tumor}"),
     benchmark:
@@ -47,6 +42,39 @@ rule merge_mutation:
             for name in ("fisher", "mutfilter", "EBFilter", "mutil")
             if name != "EBFilter" or PAIRS[wildcards.tumor].panel
         ),
+        work_dir_setup=work_dir_setup("merge_mutation"),
+    shell:
+        """
+        (
+            {params.work_dir_setup} {log:q}
+            printf '%s\\n' {input.regions:q} >"$work/regions.txt"
+            {params.python} -m genomon_smk.steps.merge_mutation result --out {output.result:q} {params.shape} \
+                --version-of {params.versions} --regions-file "$work/regions.txt"
+        ) >{log:q} 2>&1
+        """
+
+
+rule filter_mutation:
+    input:
+        result=rules.merge_mutation.output.result,
+        reference=REFERENCE,
+    output:
+        filtered=mutation_result("{tumor}", ".filt.txt"),
+        vcf=mutation_result("{tumor}", ".filt.vcf.gz"),
+        tbi=mutation_result("{tumor}", ".filt.vcf.gz.tbi"),
+        # Every call of result.txt, FILTER naming the thresholds it fails: relax a filter
+        # without rerunning anything.
+        all_vcf=mutation_result("{tumor}", ".vcf.gz"),
+        all_tbi=mutation_result("{tumor}", ".vcf.gz.tbi"),
+    log:
+        log_path("filter_mutation", "{tumor}"),
+    benchmark:
+        bench_path("filter_mutation", "{tumor}")
+    priority: config["priorities"]["filter_mutation"]
+    conda:
+        "../../envs/python.yaml"
+    params:
+        python=PYTHON,
         mutil=lambda wildcards: config["mutation_util"][
             "pair_params" if PAIRS[wildcards.tumor].normal else "single_params"
         ],
@@ -56,18 +84,13 @@ rule merge_mutation:
             else ""
         ),
         mutil_tool=TOOLS["mutil"],
-        work_dir_setup=work_dir_setup("merge_mutation"),
     shell:
         """
         (
-            {params.work_dir_setup} {log:q}
-            printf '%s\\n' {input.regions:q} >"$work/regions.txt"
-            {params.python} -m genomon_smk.steps.merge_mutation result --out {output.result:q} {params.shape} \
-                --version-of {params.versions} --regions-file "$work/regions.txt"
-            {params.mutil_tool} filter -i {output.result:q} -o {output.filtered:q} {params.mutil}
+            {params.mutil_tool} filter -i {input.result:q} -o {output.filtered:q} {params.mutil}
             {params.python} -m genomon_smk.steps.merge_mutation vcf --result {output.filtered:q} --reference {input.reference:q} \
                 --out {output.vcf:q} --tumor {wildcards.tumor} {params.normal}
-            {params.python} -m genomon_smk.steps.merge_mutation vcf --result {output.result:q} --reference {input.reference:q} \
+            {params.python} -m genomon_smk.steps.merge_mutation vcf --result {input.result:q} --reference {input.reference:q} \
                 --out {output.all_vcf:q} --tumor {wildcards.tumor} {params.normal} --filter-params {params.mutil:q}
         ) >{log:q} 2>&1
         """
@@ -76,7 +99,7 @@ rule merge_mutation:
 rule mutation_summary:
     input:
         result=rules.merge_mutation.output.result,
-        filtered=rules.merge_mutation.output.filtered,
+        filtered=rules.filter_mutation.output.filtered,
     output:
         tsv=report(
             f"{MUTATION_SUMMARY_PREFIX}.tsv",

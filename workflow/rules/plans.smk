@@ -4,6 +4,7 @@ the panels, imported BAMs, PJM storage and the SV annotation's contig names."""
 
 from genomon_smk.plan import panel_power
 from genomon_smk.plan.reference import sv_annotation_naming_problem
+from genomon_smk.plan.console import PlanWarning
 from genomon_smk.plan.samplesheet import imported_name_warnings
 from genomon_smk.plan.stage_plan import CohortShape, stage_table, stagger_delays
 from genomon_smk.plan.storage_plan import (
@@ -61,7 +62,8 @@ def sv_bam_bytes(member):
 
 
 def storage_plan():
-    """Print the storage plan (main process only) and refuse one that exceeds a tier's capacity."""
+    """Print the storage plan (main process only) and refuse one that exceeds a tier's capacity;
+    the planned peak bytes of each tier (a failed job names a full tier with it)."""
     capacity = {
         tier: (parse_size(limit) if limit is not None else None)
         for tier, limit in config["storage"]["capacity"].items()
@@ -88,12 +90,14 @@ def storage_plan():
     problems = over_capacity(peak, capacity)
     if problems:
         raise WorkflowError("\n".join(problems))
+    return peak
 
 
 try:
-    storage_plan()
+    PLANNED_PEAKS = storage_plan()
 except ValueError as error:
     raise WorkflowError(f"config storage.capacity: {error}") from None
+shell.prefix(job_shell_prefix(PLANNED_PEAKS))
 
 # Staggered start of pairs: seconds each sample's split waits (samples that do not wait left out).
 STAGGER = {
@@ -148,7 +152,8 @@ def sample_depth(member, genome_length):
 
 
 def panel_warnings():
-    """Warnings about each pair's panel, printed with the plan (see genomon_smk.plan.panel_power)."""
+    """Warnings about each pair's panel, printed with the plan (see genomon_smk.plan.panel_power),
+    as PlanWarnings about the pair's tumor."""
     genome_length = sum(i.end - i.start for r in REGIONS for i in r.intervals) or 1
     messages = []
     for pair in COHORT.pairs:
@@ -158,7 +163,7 @@ def panel_warnings():
         own = panel_power.own_sample_warning(
             pair.tumor, pair.normal, pair.panel, members
         )
-        messages += [own] if own else []
+        messages += [PlanWarning(own, frozenset([pair.tumor]))] if own else []
         key = "pair_params" if pair.normal else "single_params"
         threshold = panel_power.eb_threshold(config["mutation_util"][key])
         if threshold <= 0:
@@ -179,7 +184,7 @@ def panel_warnings():
             threshold,
         )
         message = panel_power.warning(check, f"config mutation_util.{key}")
-        messages += [message] if message else []
+        messages += [PlanWarning(message, frozenset([pair.tumor]))] if message else []
     return messages
 
 
@@ -219,11 +224,17 @@ def sv_annotation_warnings():
     return [f"warning: {key_problem(('sv_filt', 'grc'), problem, CONFIG_FILES)}"]
 
 
-if workflow.is_main_process:
-    for message in (
-        panel_warnings()
-        + imported_name_warnings(COHORT)
+# Printed now and repeated at the end of the run (rules/console.smk), where they are not scrolled away.
+PLAN_WARNINGS = (
+    panel_warnings()
+    + [
+        PlanWarning(message)
+        for message in imported_name_warnings(COHORT)
         + pjm_storage_warnings()
         + sv_annotation_warnings()
-    ):
-        print(message, file=sys.stderr)
+    ]
+    if workflow.is_main_process
+    else []
+)
+for warning in PLAN_WARNINGS:
+    print(warning.text, file=sys.stderr)

@@ -9,8 +9,12 @@ from genomon_smk.plan import run_lock
 # One run per output directory (run_lock.py): Snakemake's own lock is in the working directory.
 RUN_LOCK = os.path.join(OUTPUT_DIR, run_lock.LOCK_NAME)
 THIS_RUN = run_lock.this_process(os.getcwd())
-# Every start, a dry run too, says who holds the output directory.
+# Every start, a dry run too, says who holds the output directory. A run proven gone (killed, on
+# this host) leaves Snakemake's locks too: removed, so that the same command resumes.
 if workflow.is_main_process:
+    resumed = run_lock.clear_locks_of_dead_run(RUN_LOCK, OUTPUT_DIR, THIS_RUN.host)
+    if resumed:
+        print(resumed, file=sys.stderr)
     held = run_lock.held_note(RUN_LOCK, THIS_RUN.host)
     if held:
         print(held, file=sys.stderr)

@@ -98,6 +98,23 @@ def work_dir_setup(rule_name, tier=None):
     return setup
 
 
+JOB_SHELL_SCRIPT = f"{workflow.basedir}/scripts/job-shell.sh"
+
+
+def job_shell_prefix(planned_peaks):
+    """What every job's shell runs first (Snakemake's shell prefix): bash's strict mode, as
+    Snakemake's own prefix, and job-shell.sh, whose EXIT trap names each tier out of space when
+    the job fails, with the storage plan's peak for it (planned_peaks, bytes per tier).
+    """
+    tiers = " ".join(
+        f"{tier} {shlex.quote(TIER_WORDS[tier])} {int(planned_peaks[tier])}"
+        for tier in TIER_PATHS
+    )
+    prefix = f"set -euo pipefail; source {shlex.quote(JOB_SHELL_SCRIPT)} {shlex.quote(PYTHON)} {tiers};"
+    # Snakemake formats the prefix once: braces are literal here.
+    return prefix.replace("{", "{{").replace("}", "}}")
+
+
 def transfer_reference_at_start():
     """With llio_transfer staging and Snakemake inside a PJM job (profiles/pjm-allocation): one
     llio_transfer of the reference for the whole run, before any job; the jobs of this PJM job

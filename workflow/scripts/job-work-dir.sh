@@ -1,5 +1,5 @@
 # Sourced by a rule's shell: gives the job its own empty work directory on the rule's temp tier
-# and sets $work.    usage: source job-work-dir.sh WORK_DIR TIER LOG
+# and sets $work.    usage: source job-work-dir.sh WORK_DIR TIER LOG   (after job-shell.sh)
 # Rules do not write this line themselves: tiers.smk's work_dir_setup(rule) makes it (the
 # directory's name, quoted for the job's shell), and the rule's shell starts with
 # `{params.work_dir_setup} {log:q}`.
@@ -7,8 +7,9 @@
 # While the job runs, the directory's size is sampled every few seconds; at exit its peak is
 # appended to the job's LOG as a "genomon-smk tier-use" line (the Snakemake process cannot see
 # the node-local disks of other nodes, so each job reports its own use; tier_usage.py sums the
-# lines after the run) and the directory is removed. A job killed with SIGKILL skips the trap:
-# its rerun starts by clearing the same directory.
+# lines after the run) and the directory is removed, by the job shell's EXIT trap (job-shell.sh,
+# which first names a tier that is out of space). A job killed with SIGKILL skips the trap: its
+# rerun starts by clearing the same directory.
 work="$1"
 work_tier="$2"
 work_log="$3"
@@ -33,4 +34,4 @@ finish_work_dir() {
     printf 'genomon-smk tier-use\t%s\t%s\n' "$work_tier" "${peak:-0}" >>"$work_log" || true
     rm -rf "$work" "$work.sizes"
 }
-trap finish_work_dir EXIT
+job_exit_cleanup=finish_work_dir

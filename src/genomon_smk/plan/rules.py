@@ -52,6 +52,8 @@ RULES: tuple[Rule, ...] = (
     Rule("identify_mutations", "identify mutations", "pair x mutation region", 20, "identify_mutations",
          ("output", "temp"), mem_mb=5300, runtime=180),
     Rule("merge_mutation", "merge mutation", "pair", 30, "merge_mutation", ("output", "temp")),
+    # mutil filter and the VCFs, apart from the merge: retuning the filter reruns only this.
+    Rule("filter_mutation", "merge mutation", "pair", 30),
     Rule("mutation_summary", "merge mutation", "pair"),
     # GenomonSV parse reads a whole BAM in one process (hours on a 100 GB WGS BAM).
     Rule("sv_parse", "sv detection", "sv sample", 20, "sv_parse", ("output", "temp"), runtime=720),

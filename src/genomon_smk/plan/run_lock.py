@@ -6,7 +6,10 @@ other's files. The workflow therefore also locks `{output_dir}/.genomon-smk.lock
 Snakemake process of a real run takes it before the first job (onstart) and removes it when
 the run ends; a second run is refused with the first one's host and pid. A lock left by a run
 that died without its handlers (SIGKILL, a lost node) is cleared by `snakemake --unlock`; on the
-host that took it, a lock whose process is gone is stale and the next run takes it over.
+host that took it, a lock whose process is gone is stale and the next run takes it over. Such a
+run also left Snakemake's own locks in its working directory, which would stop the same command
+with a LockException: they are removed too (those that name files in this output directory), so
+that the same command resumes.
 
 The lock is made complete under a private name and then hard-linked to its place, which is
 atomic and fails if the name exists (on NFS too), so a reader never sees half a lock.
@@ -15,8 +18,10 @@ atomic and fails if the name exists (on NFS too), so a reader never sees half a 
 from __future__ import annotations
 
 import datetime
+import glob
 import json
 import os
+import re
 import socket
 from dataclasses import asdict, dataclass
 from typing import Callable
@@ -186,4 +191,48 @@ def held_note(path: str, host: str, alive: Callable[[int], bool] = pid_alive) ->
     return (
         f"genomon-smk: a run holds this output directory ({describe(holder) if holder else 'unreadable lock'}): "
         f"a real run is refused until it ends (or `snakemake --unlock` clears {path})"
+    )
+
+
+def snakemake_locks(workdir: str, output_dir: str) -> list[str]:
+    """Snakemake's lock files in a working directory (.snakemake/locks/N.input.lock and
+    N.output.lock) of the runs whose output lock names a file in output_dir."""
+    prefix = output_dir.rstrip(os.sep) + os.sep
+    found = []
+    for output_lock in sorted(glob.glob(os.path.join(workdir, ".snakemake", "locks", "*.output.lock"))):
+        number = re.match(r"(\d+)\.output\.lock$", os.path.basename(output_lock))
+        if not number:
+            continue
+        try:
+            with open(output_lock) as lines:
+                if not any(line.startswith(prefix) for line in lines):
+                    continue
+        except OSError:
+            continue
+        input_lock = os.path.join(os.path.dirname(output_lock), f"{number.group(1)}.input.lock")
+        found += [output_lock] + ([input_lock] if os.path.exists(input_lock) else [])
+    return found
+
+
+def clear_locks_of_dead_run(path: str, output_dir: str, host: str,
+                            alive: Callable[[int], bool] = pid_alive) -> str | None:
+    """When the output directory's lock proves that its run is gone (taken on this host by a
+    process that is gone), remove that run's Snakemake locks, so that the same command resumes
+    instead of failing with a LockException: what was removed, or None. A run on another host
+    cannot be proven gone from here: its locks stay (`snakemake --unlock` clears them)."""
+    _, holder = read_holder(path)
+    if holder is None or not is_stale(holder, host, alive):
+        return None
+    removed = []
+    for lock in snakemake_locks(holder.workdir, output_dir):
+        try:
+            os.unlink(lock)
+            removed.append(lock)
+        except FileNotFoundError:
+            pass
+    if not removed:
+        return None
+    return (
+        f"genomon-smk: the run that held this output directory is gone ({describe(holder)}): "
+        f"removed its Snakemake locks ({', '.join(removed)}), so this run resumes it"
     )

@@ -4,6 +4,9 @@ Two input forms give the same `Cohort`: the workflow's own TSV tables (`samples`
 `control_panels` config keys) and Genomon's classic sample sheet (`genomon_sample_sheet`).
 Every problem is reported as an `InputError` naming the file, line and field, and all problems
 found are reported together, so a user fixes the sheet in one go.
+
+Deliberate differences from upstream Genomon (docs/differences.md): a ``[controlpanel]`` member
+may be a BAM path; a BAM mapped to another reference is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +26,17 @@ from genomon_smk.plan.resources import GZIP_ERRORS, open_maybe_gzipped
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_PLATFORM = "ILLUMINA"
 MAX_NAME_BYTES = 100
+# The run-wide files and directories that share qc/ and sv/ with the samples' own directories
+# (qc/{sample}/, sv/{sample}/; docs/outputs.md): a sample of such a name would collide with them.
+LAYOUT_NAMES = {
+    "multiqc_data": "qc/multiqc_data/",
+    "multiqc_report.html": "qc/multiqc_report.html",
+    "timeline": "qc/timeline/",
+    "genomon_sv_mqc.tsv": "qc/genomon_sv_mqc.tsv",
+    "genomon_sv_parse_mqc.tsv": "qc/genomon_sv_parse_mqc.tsv",
+    "control_panel": "sv/control_panel/",
+    "non_matched_control_panel": "sv/non_matched_control_panel/",
+}
 
 
 class InputError(Exception):
@@ -76,6 +90,8 @@ class Cohort:
     panel_where: dict[str, Where] = field(default_factory=dict)
     # Genomon's [sv_detection]: the pairs whose SVs are detected.
     sv_pairs: list[Pair] = field(default_factory=list)
+    # Samples whose rows were refused: their problem is reported there, not again where they are named.
+    refused: set[str] = field(default_factory=set)
 
     @property
     def samples(self) -> list[str]:
@@ -133,17 +149,29 @@ def name_problem(name: str) -> str | None:
     return None
 
 
+def sample_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a sample: name_problem's reasons, or a name the output layout uses."""
+    if name in LAYOUT_NAMES:
+        return (
+            f"{name!r} is taken by the output layout ({LAYOUT_NAMES[name]} beside the samples' "
+            "directories, docs/outputs.md): rename the sample"
+        )
+    return name_problem(name)
+
+
 def resolve(path: str, base: str | os.PathLike) -> str:
     """`path` made absolute against `base` (a directory) unless it already is."""
     expanded = os.path.expanduser(os.path.expandvars(path))
     return os.path.normpath(os.path.join(base, expanded))
 
 
-def _read_tsv(path: str, schema: dict, problems: Problems, either: tuple[list[str], ...] = ()):
+def _read_tsv(
+    path: str, schema: dict, problems: Problems, either: tuple[list[str], ...] = (), refused: list | None = None
+):
     """Yield (Where, row dict) for each data row of a tab-separated table with a header line
-    whose rows pass the JSON schema (a row's problems are reported and the row skipped). The
-    header needs the schema's required columns and, given `either`, every column of one of
-    those sets."""
+    whose rows pass the JSON schema (a row's problems are reported and the row skipped, and
+    added to `refused` when given). The header needs the schema's required columns and, given
+    `either`, every column of one of those sets."""
     required = schema["required"]
     optional = [c for c in schema["properties"] if c not in required]
     validator = jsonschema.Draft202012Validator(schema)
@@ -185,6 +213,8 @@ def _read_tsv(path: str, schema: dict, problems: Problems, either: tuple[list[st
             problems.add(Where(path, number), f"field '{column}': {error.message}" if column else error.message)
         if not errors:
             yield Where(path, number), row
+        elif refused is not None:
+            refused.append(row)
 
 
 def read_samples(path: str, schema: dict, problems: Problems) -> Cohort:
@@ -193,13 +223,15 @@ def read_samples(path: str, schema: dict, problems: Problems) -> Cohort:
     (Genomon's [bam_import]), one row per such sample."""
     cohort = Cohort()
     base = os.path.dirname(os.path.abspath(path))
-    for where, row in _read_tsv(path, schema, problems, either=(["fq1", "fq2"], ["bam"])):
+    refused_rows: list[dict] = []
+    for where, row in _read_tsv(path, schema, problems, either=(["fq1", "fq2"], ["bam"]), refused=refused_rows):
         sample = row["sample"]
         fq1, fq2, bam = (row.get(column) for column in ("fq1", "fq2", "bam"))
         first = cohort.bam_where.get(sample) or (cohort.lanes[sample][0].where if sample in cohort.lanes else None)
         if bam:
             if fq1 or fq2:
                 problems.add(where, "field 'bam': a row gives fq1 and fq2 (a lane to map) or bam (the sample's final BAM), not both")
+                cohort.refused.add(sample)
             elif first:
                 problems.add(where, f"field 'sample': '{sample}' already has a row at {first}; an imported BAM is its sample's only row")
             else:
@@ -209,6 +241,7 @@ def read_samples(path: str, schema: dict, problems: Problems) -> Cohort:
         if not (fq1 and fq2):
             column = "fq2" if fq1 else "fq1"
             problems.add(where, f"field '{column}': required (a lane has fq1 and fq2; an imported sample has bam instead)")
+            cohort.refused.add(sample)
             continue
         if sample in cohort.imported:
             problems.add(where, f"field 'sample': '{sample}' is imported as a BAM at {first}: it has no FASTQ lanes")
@@ -222,6 +255,7 @@ def read_samples(path: str, schema: dict, problems: Problems) -> Cohort:
             where=where,
         )
         cohort.lanes.setdefault(sample, []).append(lane)
+    cohort.refused.update(row["sample"] for row in refused_rows if isinstance(row.get("sample"), str))
     return cohort
 
 
@@ -279,6 +313,7 @@ def read_genomon_sheet(path: str, problems: Problems, platform: str = DEFAULT_PL
             if section == "fastq":
                 if len(cells) != 3:
                     problems.add(where, f"[fastq] rows have 3 cells (sample, R1, R2), found {len(cells)}")
+                    cohort.refused.add(cells[0])
                     continue
                 sample, r1, r2 = cells
                 if not define(sample, where):
@@ -286,6 +321,7 @@ def read_genomon_sheet(path: str, problems: Problems, platform: str = DEFAULT_PL
                 r1s, r2s = r1.split(";"), r2.split(";")
                 if len(r1s) != len(r2s):
                     problems.add(where, f"sample '{sample}': {len(r1s)} R1 file(s) but {len(r2s)} R2 file(s)")
+                    cohort.refused.add(sample)
                     continue
                 cohort.lanes[sample] = [
                     Lane(sample, resolve(a, base), resolve(b, base), platform, sample, where) for a, b in zip(r1s, r2s)
@@ -293,6 +329,7 @@ def read_genomon_sheet(path: str, problems: Problems, platform: str = DEFAULT_PL
             elif section in ("bam_import", "bam_tofastq"):
                 if len(cells) != 2:
                     problems.add(where, f"[{section}] rows have 2 cells (sample, BAM), found {len(cells)}")
+                    cohort.refused.add(cells[0])
                 elif define(cells[0], where):
                     cohort.bam_where[cells[0]] = where
                     if section == "bam_import":
@@ -446,7 +483,7 @@ def check_cohort(
     seen_files: dict[str, Where] = {}
     for sample, lanes in cohort.lanes.items():
         first = lanes[0]
-        problem = name_problem(sample)
+        problem = sample_name_problem(sample)
         if problem:
             problems.add(first.where, f"field 'sample': {problem}")
         for lane in lanes:
@@ -481,21 +518,23 @@ def check_cohort(
             if is_bam_path(member):
                 for problem in bam_problems(member, reference):
                     problems.add(where, f"panel '{panel}': {problem}")
-            elif member not in cohort.samples:
+            elif member not in cohort.samples and member not in cohort.refused:
                 problems.add(where, f"panel '{panel}' names unknown sample '{member}'")
         if len(set(members)) != len(members):
             problems.add(where, f"panel '{panel}' names a sample twice")
     known = set(cohort.samples)
+    # Samples whose rows were refused count as known below: their problem is reported at the row.
+    named = known | cohort.refused
     for sample, bam in cohort.imported.items():
         where = cohort.bam_where[sample]
-        problem = name_problem(sample)
+        problem = sample_name_problem(sample)
         if problem:
             problems.add(where, f"field 'sample': {problem}")
         for problem in bam_problems(bam, reference):
             problems.add(where, f"field 'bam': {problem}")
     for sample, bams in cohort.bam_sources.items():
         where = cohort.bam_where[sample]
-        problem = name_problem(sample)
+        problem = sample_name_problem(sample)
         if problem:
             problems.add(where, f"field 'sample': {problem}")
         for bam in bams:
@@ -504,10 +543,10 @@ def check_cohort(
         if len(set(bams)) != len(bams):
             problems.add(where, "field 'bam': a BAM is named twice (its reads would be mapped twice)")
     for sample in cohort.qc_samples or []:
-        if sample not in known:
+        if sample not in named:
             problems.add(cohort.qc_where[sample], f"[qc] names unknown sample '{sample}'")
-    check_pairs(cohort.pairs, known, cohort.panels, problems, samples_where)
-    check_pairs(cohort.sv_pairs, known, cohort.panels, problems, samples_where)
+    check_pairs(cohort.pairs, named, cohort.panels, problems, samples_where)
+    check_pairs(cohort.sv_pairs, named, cohort.panels, problems, samples_where)
 
 
 def check_pairs(pairs: list[Pair], known: set[str], panels: dict, problems: Problems, samples_where: str) -> None:

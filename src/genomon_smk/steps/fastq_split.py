@@ -3,8 +3,11 @@
 R1 and R2 are read in lockstep, so a chunk's R1 and R2 always hold the same fragments in the
 same order; record n (over all lanes, in sheet order) goes to chunk n mod N. Every record is
 checked while it passes (4 lines, '@' and '+' lines, sequence and quality of equal length, mate
-names agree), and R1 and R2 must end together. The counts are written as JSON for the
-read-count integrity check.
+names agree), and R1 and R2 must end together. Blank lines after a file's last record are
+ignored. The counts are written as JSON for the read-count integrity check.
+
+Deliberate differences from upstream Genomon (docs/differences.md): a fixed number of chunks,
+records dealt round robin (Genomon: 40,000,000 lines per chunk); malformed input is refused.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import io
 import json
 import os
 import sys
+import zlib
 from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -82,6 +86,7 @@ def read_record(stream, path: str, number: int) -> list[bytes] | None:
 # Records are read, checked and distributed a block at a time: per-record Python work (four
 # readline calls, the checks) cost more than the decompression.
 BLOCK_BYTES = 4 << 20
+GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib reads a gzip member
 
 
 class RecordBlocks:
@@ -93,24 +98,29 @@ class RecordBlocks:
         self.lines: list[bytes] = []
         self.partial_line = b""
         self.records = 0
+        self.at_end = False
 
     def buffered(self) -> int:
-        return len(self.lines) // 4
+        """Whole records ready; blank lines at the end of what was read wait until more data
+        shows they are not the file's trailing blank lines."""
+        lines = len(self.lines) if self.at_end else len(self.lines) - trailing_blank_lines(self.lines)
+        return lines // 4
 
     def fill(self) -> None:
         """Read until at least one whole record is buffered, or the file ends."""
-        while not self.buffered():
+        while not self.buffered() and not self.at_end:
             try:
                 data = self.stream.read(BLOCK_BYTES)
             except GZIP_ERRORS as error:
                 raise FastqError(
-                    f"{self.path}: truncated or corrupt gzip after {self.records + self.buffered()} records ({error})"
+                    f"{self.path}: truncated or corrupt gzip after {readable_records(self.path)} records ({error})"
                 ) from None
             if not data:
                 if self.partial_line:  # the last line has no newline
                     self.lines.append(self.partial_line)
                     self.partial_line = b""
-                    continue
+                self.at_end = True
+                self.lines = without_trailing_blank_lines(self.lines)
                 return
             data = self.partial_line + data
             end = data.rfind(b"\n")
@@ -135,6 +145,43 @@ class RecordBlocks:
         """At the end of the file: what is left must not be a partial or malformed record."""
         if self.lines:
             read_record(as_stream(self.lines), self.path, self.records + 1)
+
+
+def is_blank(line: bytes) -> bool:
+    return line in (b"", b"\r")
+
+
+def trailing_blank_lines(lines: list[bytes]) -> int:
+    count = 0
+    while count < len(lines) and is_blank(lines[-1 - count]):
+        count += 1
+    return count
+
+
+def without_trailing_blank_lines(lines: list[bytes]) -> list[bytes]:
+    """A file's last lines (starting at a record) without the blank lines after its last record.
+    Blank lines that complete a record stay: an empty read's last line is blank."""
+    content = len(lines) - trailing_blank_lines(lines)
+    records_end = -(-content // 4) * 4  # the end of the record the content ends in
+    return lines[: min(len(lines), records_end)]
+
+
+def readable_records(path: str) -> int:
+    """Whole records of a damaged gzip FASTQ before its damage. Counted with zlib on the raw
+    bytes: the reader's large reads return nothing of a piece that ends in the damage."""
+    lines = 0
+    decompressor = zlib.decompressobj(GZIP_WBITS)
+    with open(path, "rb") as raw:
+        try:
+            while data := raw.read(BLOCK_BYTES):
+                while data:
+                    lines += decompressor.decompress(data).count(b"\n")
+                    data = decompressor.unused_data if decompressor.eof else b""
+                    if decompressor.eof:  # the next gzip member
+                        decompressor = zlib.decompressobj(GZIP_WBITS)
+        except zlib.error:
+            pass
+    return lines // 4
 
 
 def as_stream(lines: list[bytes]) -> io.BytesIO:

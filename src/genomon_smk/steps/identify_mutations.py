@@ -9,6 +9,11 @@ with its Genomon options; the header-less "anno" tables pass through files in a 
 and the result is moved into place only when every step succeeded. genomon-smk's own tools run
 in this process (the same code as their command lines: each process would import pysam, numpy
 and scipy again, about a second of a job's CPU); upstream's run as commands.
+
+Deliberate differences from upstream Genomon (docs/differences.md): fisher gets the region's
+intervals with ``-L`` (Genomon: ``-R`` per interval), EBFilter ``--loption`` without
+``--region``, realignment no ``--blat_path``; without a simple-repeat database the two columns
+are ``---`` (Genomon requires one); each tool's output stays in the work directory.
 """
 
 from __future__ import annotations

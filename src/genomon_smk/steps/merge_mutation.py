@@ -3,6 +3,10 @@ and the filtered calls written as a VCF that bcftools reads.
 
 Per-region rows are header-less (as upstream's intermediate files are); the header is made here
 from the pair's shape (tumor/normal or tumor only, with or without a control panel).
+
+Deliberate differences from upstream Genomon (docs/differences.md): the meta line's versions are
+each tool's first ``--version`` line; a region row of the wrong width is refused; VCFs of the
+filtered and of all calls are written (Genomon writes none).
 """
 
 from __future__ import annotations

@@ -10,6 +10,12 @@ Usage::
 
     fisher comparison -1 tumor.bam -2 normal.bam -o out.txt -r ref.fa [options]
     fisher single -1 tumor.bam -o out.txt -r ref.fa [options]
+
+Deliberate differences from upstream Genomon (docs/differences.md): an SNV's ``Ref`` is printed
+upper-case (upstream prints the letter as mpileup shows it, lower-case in soft-masked repeats);
+with ``-L``, one mpileup per listed interval in the file's order, rows not re-sorted (upstream
+sorts them with ``sort -k1,1 -k2,2n -V``); ``-O vcf`` takes the contigs from the ``.fai`` when
+there is no ``.dict``.
 """
 
 from __future__ import annotations
@@ -158,7 +164,7 @@ def pair_calls(chrom: str, pos: int, ref: str, tumor: SampleCounts, normal: Samp
                 n_ref = normal.forward[ref_index] + normal.reverse[ref_index]
                 score = fisher_score(t_ref, n_ref, t.variant, n.variant)
                 if score > th.fisher_score:
-                    calls.append(Call(chrom, pos, pos, ref, alt, "snv", pos, ref, t, n, score))
+                    calls.append(Call(chrom, pos, pos, ref_upper, alt, "snv", pos, ref, t, n, score))
     if tumor.indel_depth < th.min_depth or normal.indel_depth < th.min_depth:
         return calls
     for key in ordered_indel_keys(tumor):
@@ -190,7 +196,7 @@ def single_calls(chrom: str, pos: int, ref: str, tumor: SampleCounts, raw_depth:
             if t.mis_rate > th.min_allele_freq and t.variant >= th.min_variant_read:
                 posterior = beta_posterior(t.variant, tumor.base_total(ref_upper))
                 if posterior[0] > th.post_10_q:
-                    calls.append(Call(chrom, pos, pos, ref, alt, "snv", pos, ref, t,
+                    calls.append(Call(chrom, pos, pos, ref_upper, alt, "snv", pos, ref, t,
                                       posterior=posterior))
     if tumor.indel_depth < th.min_depth:
         return calls

@@ -10,6 +10,11 @@ Usage::
     mutil filter -i result.txt -o result.filt.txt [--fish_pval 1.0 --realign_pval 1.0
         --eb_pval 4.0 --tcount 4 --ncount 2 --post10q 0.1 --r_post10q 0.1 --count 4]
         [--hotspot_db hotspot.txt]
+
+Deliberate differences from upstream Genomon (docs/differences.md): only ``filter`` in anno mode
+(no ``merge_hotspot``, no ``-O vcf``); the hotspot DB may be gzipped, its ``#`` lines are
+skipped, its Ref/Alt upper-cased like the row's, and a missing DB is an error (upstream: an
+empty list).
 """
 
 from __future__ import annotations

@@ -1,0 +1,120 @@
+"""What the console shows of a run, concise enough to follow: one line per job started (the
+rule, its wildcards, the job id; Snakemake's block of files, reason and resources stays one flag
+away, -p), and the few lines a run (and a dry run) ends with: per pair the calls the final
+filter kept and removed and the SV junctions, where the results, MultiQC and the report are, and
+every warning the plan printed at the start (which has scrolled away by then), naming a pair
+whose filtered result is empty after a warning about it.
+
+Read by the main Snakemake process only, from the finished files: it never fails a run (a file
+it cannot read is shown as such).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from genomon_smk.steps.mutation_summary import read_calls
+from genomon_smk.steps.sv_result import read_rows
+
+
+@dataclass(frozen=True)
+class PairFiles:
+    """A pair's final files (absolute paths); sv_filtered None: no SV detection for it."""
+
+    tumor: str
+    result: str  # result.txt: every call before mutil filter
+    filtered: str  # result.filt.txt
+    sv_filtered: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanWarning:
+    """A warning of the plan; tumors: the pairs it is about (their empty results are named)."""
+
+    text: str
+    tumors: frozenset[str] = frozenset()
+
+
+def job_line(fields: dict) -> str:
+    """One line for a job Snakemake starts, from its job-info log record's fields."""
+    wildcards = ", ".join(f"{key}={value}" for key, value in (fields.get("wildcards") or {}).items())
+    kind = "localrule" if fields.get("local") else "rule"
+    return f"{kind} {fields['rule_name']} started{f' ({wildcards})' if wildcards else ''}, jobid {fields['jobid']}"
+
+
+def count_calls(path: str) -> int | None:
+    """Rows of a Genomon mutation result; None when it is missing or unreadable."""
+    try:
+        with open(path) as handle:
+            return sum(1 for _ in read_calls(handle))
+    except (OSError, ValueError):
+        return None
+
+
+def count_junctions(path: str) -> int | None:
+    """Rows of a GenomonSV result; None when it is missing or unreadable."""
+    try:
+        return len(read_rows(path))
+    except (OSError, ValueError):
+        return None
+
+
+def shown(count: int | None) -> str:
+    return "-" if count is None else str(count)
+
+
+def relative(path: str, output_dir: str) -> str:
+    return os.path.relpath(path, output_dir) if path.startswith(output_dir + os.sep) else path
+
+
+def pair_table(pairs: list[PairFiles], output_dir: str) -> list[str]:
+    """One line per pair: calls kept and removed by mutil filter, SV junctions kept, the result."""
+    width = max([len("pair")] + [len(pair.tumor) for pair in pairs])
+    lines = [f"  {'pair':<{width}}  {'kept':>6}  {'removed':>7}  {'SVs':>5}  filtered result"]
+    for pair in pairs:
+        kept, everything = count_calls(pair.filtered), count_calls(pair.result)
+        removed = everything - kept if kept is not None and everything is not None else None
+        svs = count_junctions(pair.sv_filtered) if pair.sv_filtered else None
+        lines.append(
+            f"  {pair.tumor:<{width}}  {shown(kept):>6}  {shown(removed):>7}  {shown(svs):>5}  "
+            f"{relative(pair.filtered, output_dir)}"
+        )
+    return lines
+
+
+def empty_after_warning(pairs: list[PairFiles], warnings: list[PlanWarning]) -> list[str]:
+    """Pairs whose filtered result has no call although a warning was about them."""
+    warned = set().union(*(warning.tumors for warning in warnings)) if warnings else set()
+    return [
+        f"  {pair.tumor}: no call kept by the final filter, as a warning above foresaw"
+        for pair in pairs
+        if pair.tumor in warned and count_calls(pair.filtered) == 0
+    ]
+
+
+def summary(
+    output_dir: str,
+    pairs: list[PairFiles],
+    places: dict[str, str],
+    warnings: list[PlanWarning],
+    dry_run: bool,
+) -> str:
+    """The closing lines. places: what else to point at (label -> path or command), in order."""
+    head = "will be written to" if dry_run else "are in"
+    lines = [f"genomon-smk: the results {head} {output_dir}"]
+    if pairs and not dry_run:
+        lines += pair_table(pairs, output_dir)
+    elif pairs:
+        lines.append(
+            f"  {len(pairs)} pair(s): mutation/<tumor>/<tumor>.genomon_mutation.result.filt.txt"
+            + (", sv/<tumor>/<tumor>.genomonSV.result.filt.txt" if any(p.sv_filtered for p in pairs) else "")
+        )
+    width = max((len(label) for label in places), default=0)
+    lines += [f"  {label + ':':<{width + 1}} {relative(place, output_dir)}" for label, place in places.items()]
+    if warnings:
+        lines.append(f"genomon-smk: {len(warnings)} warning(s) of the plan, repeated:")
+        lines += [f"  {line}" for warning in warnings for line in warning.text.splitlines()]
+    if not dry_run:
+        lines += empty_after_warning(pairs, warnings)
+    return "\n".join(lines)

@@ -1,0 +1,80 @@
+"""What the console shows: one line per job, and the summary a run and a dry run end with
+(genomon_smk.plan.console, workflow/rules/console.smk)."""
+
+import re
+
+import pytest
+
+from conftest import run_snakemake, write_config
+from genomon_smk.plan.console import PairFiles, PlanWarning, job_line, summary
+
+HEADER = "Chr\tStart\tEnd\tRef\tAlt\n"
+
+
+def result_file(path, calls, meta="#meta\n"):
+    path.write_text(meta + HEADER + "".join(f"chr1\t{i}\t{i}\tA\tC\n" for i in range(1, calls + 1)))
+    return str(path)
+
+
+def test_job_line_names_the_rule_its_wildcards_and_the_job_id():
+    assert job_line({"rule_name": "markdup", "jobid": 12, "wildcards": {"sample": "t", "region": "r0001"},
+                     "local": False}) == "rule markdup started (sample=t, region=r0001), jobid 12"
+    assert job_line({"rule_name": "all", "jobid": 0, "wildcards": {}, "local": True}) == "localrule all started, jobid 0"
+
+
+def test_summary_counts_kept_and_removed_calls_and_names_an_empty_pair_that_was_warned_about(tmp_path):
+    out = tmp_path / "out"
+    (out / "m").mkdir(parents=True)
+    pairs = [
+        PairFiles("t1", result_file(out / "m" / "t1.txt", 7), result_file(out / "m" / "t1.filt.txt", 3)),
+        PairFiles("t2", result_file(out / "m" / "t2.txt", 5), result_file(out / "m" / "t2.filt.txt", 0)),
+        PairFiles("t3", str(out / "m" / "missing.txt"), str(out / "m" / "missing.filt.txt")),
+    ]
+    warnings = [PlanWarning("warning: pair t2: panel too small\nsecond line", frozenset(["t2"])),
+                PlanWarning("warning: something else")]
+    text = summary(str(out), pairs, {"MultiQC": str(out / "qc" / "multiqc_report.html"), "report": "a command"},
+                   warnings, dry_run=False).splitlines()
+    assert text[0] == f"genomon-smk: the results are in {out}"
+    rows = {line.split()[0]: line.split()[1:] for line in text[2:5]}
+    assert rows == {"t1": ["3", "4", "-", "m/t1.filt.txt"], "t2": ["0", "5", "-", "m/t2.filt.txt"],
+                    "t3": ["-", "-", "-", "m/missing.filt.txt"]}
+    assert "  MultiQC: qc/multiqc_report.html" in text and "  report:  a command" in text
+    assert text.index("genomon-smk: 2 warning(s) of the plan, repeated:") < text.index("  second line")
+    assert text[-1] == "  t2: no call kept by the final filter, as a warning above foresaw"
+
+
+def test_a_dry_run_summary_says_where_the_results_will_be_and_repeats_the_warnings(tmp_path):
+    text = summary("/o", [PairFiles("t", "/o/t.txt", "/o/t.filt.txt", "/o/sv.filt.txt")], {},
+                   [PlanWarning("warning: w", frozenset(["t"]))], dry_run=True)
+    assert text.splitlines() == [
+        "genomon-smk: the results will be written to /o",
+        "  1 pair(s): mutation/<tumor>/<tumor>.genomon_mutation.result.filt.txt, "
+        "sv/<tumor>/<tumor>.genomonSV.result.filt.txt",
+        "genomon-smk: 1 warning(s) of the plan, repeated:",
+        "  warning: w",
+    ]
+
+
+@pytest.mark.workflow
+def test_a_dry_run_shows_the_plan_and_job_stats_once_and_ends_with_the_summary_and_warnings(tmp_path, testdata):
+    """No block per job (-p brings them back); the small-panel warning, printed with the plan,
+    is repeated after Snakemake's last line."""
+    config = write_config(tmp_path, testdata, output_dir=str(tmp_path / "out"), mutation_util={
+        "pair_params": "--fish_pval 1.0 --realign_pval 1.0 --eb_pval 4.0 --tcount 4 --ncount 2"})
+    output = run_snakemake(config, "-n").stdout  # Snakemake's (and so the summary's) stream in a dry run
+    assert output.count("Job stats:") == 1 and not re.search(r"^\s+(input|output|jobid):", output, flags=re.M)
+    tail = output[output.index("This was a dry-run"):]
+    assert f"genomon-smk: the results will be written to {tmp_path / 'out'}" in tail
+    assert "warning(s) of the plan, repeated:" in tail and "below --eb_pval 4" in tail
+    verbose = run_snakemake(config, "-n", "-p").stdout
+    assert re.search(r"^    jobid: \d+$", verbose, flags=re.M)
+
+
+@pytest.mark.workflow
+def test_a_run_shows_one_line_per_job(tmp_path, testdata):
+    config = write_config(tmp_path, testdata, output_dir=str(tmp_path / "out"))
+    output = run_snakemake(config, str(tmp_path / "out" / "regions.tsv")).stderr
+    assert re.search(r"^localrule region_table started, jobid \d+$", output, flags=re.M)
+    assert re.search(r"^\[.+\] Finished jobid: \d+ \(Rule: region_table\)$", output, flags=re.M)
+    assert not re.search(r"^\s+(input|output|jobid):", output, flags=re.M)
+    assert "Select jobs to execute" not in output and "Execute 1 jobs" not in output

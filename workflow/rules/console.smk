@@ -1,0 +1,95 @@
+"""What the console shows (genomon_smk.plan.console): one line per job started instead of
+Snakemake's block per job (the block with -p or --verbose; a dry run shows only its Job stats
+and reasons), and the lines a run ends with: after a run, after a dry run and when there is
+nothing to be done, so that where the results are and the plan's warnings do not scroll
+away."""
+
+import logging
+import time
+
+from snakemake_interface_logger_plugins.common import LogEvent
+
+from genomon_smk.plan.console import PairFiles, job_line, summary
+
+# What the summary counts and points at, by pair.
+SUMMARY_PAIRS = [
+    PairFiles(
+        tumor,
+        mutation_result(tumor, ".txt"),
+        mutation_result(tumor, ".filt.txt"),
+        sv_result(tumor, ".filt.txt") if tumor in SV_PAIRS else None,
+    )
+    for tumor in PAIRS
+]
+SUMMARY_PLACES = {
+    **({"MultiQC": rules.multiqc.output.report} if QC_SAMPLES else {}),
+    "timeline": rules.utilisation_timeline.output.png,
+    "report": "add --report report.html to this command",
+    "job logs": LOG_DIR,
+}
+
+
+def print_run_summary(dry_run):
+    """Through Snakemake's logger: after its last lines, on its stream (stdout in a dry run)."""
+    SNAKEMAKE_LOGGER.info(
+        summary(OUTPUT_DIR, SUMMARY_PAIRS, SUMMARY_PLACES, PLAN_WARNINGS, dry_run)
+    )
+
+
+class ConciseJobInfo(logging.Filter):
+    """Snakemake's job-info block as one line (dropped in a dry run), its finished message on
+    one line, and no scheduler chatter, unless -p or --verbose asks for all of it. A job's error
+    block is left as it is."""
+
+    CHATTER = "Select jobs to execute..."
+
+    def __init__(self):
+        super().__init__()
+        # A dry run prints its Job stats twice: the second is dropped.
+        self.job_stats = None
+
+    def filter(self, record):
+        settings = workflow.output_settings
+        if settings.printshellcmds or settings.verbose:
+            return True
+        event = getattr(record, "event", None)
+        if event == LogEvent.JOB_INFO:
+            if workflow.dryrun:
+                return False
+            record.msg = job_line(record.__dict__)
+        elif event == LogEvent.JOB_FINISHED:
+            record.msg = f"[{time.asctime()}] {record.msg}"
+        elif event == LogEvent.JOB_STARTED:
+            return False  # "Execute N jobs...": each job's own line follows
+        elif event == LogEvent.RUN_INFO:
+            repeated = record.msg == self.job_stats
+            self.job_stats = record.msg
+            return not repeated
+        elif event is None:
+            return record.msg != self.CHATTER
+        else:
+            return True
+        del record.event  # printed as the plain message
+        return True
+
+
+class SummaryAtEnd(logging.Handler):
+    """A dry run and a run with nothing to do run no onsuccess hook: their last message of
+    Snakemake's is the cue."""
+
+    CUES = {
+        "This was a dry-run": True,
+        "Nothing to be done": False,  # the results are there, dry run or not
+    }
+
+    def emit(self, record):
+        message = str(record.msg)
+        for cue, dry_run in self.CUES.items():
+            if message.startswith(cue):
+                print_run_summary(dry_run)
+
+
+SNAKEMAKE_LOGGER = logging.getLogger("snakemake.logging")
+if workflow.is_main_process:
+    SNAKEMAKE_LOGGER.addFilter(ConciseJobInfo())
+    SNAKEMAKE_LOGGER.addHandler(SummaryAtEnd())

@@ -161,6 +161,7 @@ def pytest_collection_modifyitems(items):
     items.sort(key=rank)
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it (-p no:xdist) unused
 def pytest_xdist_make_scheduler(config, log):
     """--dist loadscope, but a worker is given its next module only when one test of its last is
     left (xdist's own waits for two): a module never waits on a worker behind a long one while

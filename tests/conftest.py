@@ -3,6 +3,7 @@ by the pytest-xdist workers); the order and grouping in which the workers take t
 
 import atexit
 import fcntl
+import functools
 import hashlib
 import inspect
 import json
@@ -70,22 +71,36 @@ SLOW_TESTS = {
 }
 
 
-def starts_snakemake(function, seen) -> bool:
-    """Whether function, or a function of its module that it calls, names a way to start Snakemake."""
-    if function in seen:
-        return False
-    seen.add(function)
+@functools.cache
+def source_of(function) -> str:
     try:
-        source = inspect.getsource(function)
+        return inspect.getsource(function)
     except (OSError, TypeError):
-        return False
-    if STARTS_SNAKEMAKE.search(source):
-        return True
-    module = sys.modules.get(function.__module__)
-    return any(
-        inspect.isfunction(called := getattr(module, name, None)) and starts_snakemake(called, seen)
-        for name in set(re.findall(r"\b(\w+)\(", source))
-    )
+        return ""
+
+
+@functools.cache
+def starts_snakemake(function) -> bool:
+    """Whether function, or a function of its module that it calls (recursively), names a way to
+    start Snakemake."""
+    seen, todo = set(), [function]
+    while todo:
+        current = todo.pop()
+        if current in seen or current is snakemake_only_in_slow_tests_function():
+            continue
+        seen.add(current)
+        source = source_of(current)
+        if STARTS_SNAKEMAKE.search(source):
+            return True
+        module = sys.modules.get(current.__module__)
+        todo += [called for name in set(re.findall(r"\b(\w+)\(", source))
+                 if inspect.isfunction(called := getattr(module, name, None))]
+    return False
+
+
+def snakemake_only_in_slow_tests_function():
+    """The guard fixture's own function (it names Snakemake to catch it)."""
+    return getattr(snakemake_only_in_slow_tests, "__wrapped__", snakemake_only_in_slow_tests)
 
 
 def is_slow(item) -> bool:
@@ -95,12 +110,10 @@ def is_slow(item) -> bool:
         return True
     if item.nodeid.split("::")[0] in SLOW_TESTS or item.nodeid.split("[")[0] in SLOW_TESTS:
         return True
-    seen = {snakemake_only_in_slow_tests.__wrapped__ if hasattr(snakemake_only_in_slow_tests, "__wrapped__")
-            else snakemake_only_in_slow_tests}
     functions = [getattr(item, "function", None)] + [
         definitions[-1].func for definitions in item._fixtureinfo.name2fixturedefs.values() if definitions
     ]
-    return any(function is not None and starts_snakemake(function, seen) for function in functions)
+    return any(function is not None and starts_snakemake(function) for function in functions)
 
 
 def command_starts_snakemake(args) -> bool:

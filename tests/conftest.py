@@ -3,9 +3,12 @@ by the pytest-xdist workers); the order and grouping in which the workers take t
 
 import atexit
 import fcntl
+import functools
 import hashlib
+import inspect
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -15,6 +18,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+# One BLAS thread in the tests and every process they start (Snakemake, its jobs: EBFilter,
+# GenomonSV, MultiQC): OpenBLAS's own threads, one per core, spin against the other workers' and
+# jobs' processes on the two cores (the EBFilter fit tests took 3 times the CPU and 4 times the
+# time with them on a busy machine). Set before anything imports numpy; a value given is kept.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
@@ -39,21 +49,147 @@ def checkout_view() -> Path:
 RUN_DIR = checkout_view()
 
 
+# --- the two lanes: `bin/test` runs every test, `bin/test --fast` those not marked `slow`
+
+# A test is marked `slow` here, so that nobody has to remember it: when it has one of SLOW_MARKS,
+# is in SLOW_TESTS, or starts Snakemake: its source, or that of a fixture it uses or of a function
+# of the same module that either calls (recursively), names a way to start it (STARTS_SNAKEMAKE).
+# The pipeline-run fixtures (pipeline_run, pair_run) start it, so every test that uses them is
+# slow. `@pytest.mark.fast` keeps a test in the fast lane whatever it starts (the lint's
+# `snakemake --lint`). A test that is not slow and still starts a Snakemake process fails
+# (snakemake_only_in_slow_tests): the detection missed it, mark it `workflow`.
+SLOW_MARKS = ("workflow", "slurm", "pjm", "slow")
+STARTS_SNAKEMAKE = re.compile(
+    r"\b(SNAKEMAKE|SNAKEMAKE_MODULE|run_snakemake|run_scenario|start_interruptible|run_interruptible)\b"
+    r"|[\"'/]snakemake[\"' ]"
+)
+# Slow for what they compute, not for Snakemake (the fast lane is the unit tests and the lint).
+SLOW_TESTS = {
+    "tests/test_testdata.py",  # runs the test-data generator several times (about 20 s)
+    "tests/test_bai_merge.py",  # maps and indexes BAMs with samtools and biobambam (about 55 s)
+    "tests/test_scatter.py",  # on the pipeline run's chunks (pipeline_run)
+}
+
+
+@functools.cache
+def source_of(function) -> str:
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
+
+
+@functools.cache
+def starts_snakemake(function) -> bool:
+    """Whether function, or a function of its module that it calls (recursively), names a way to
+    start Snakemake."""
+    seen, todo = set(), [function]
+    while todo:
+        current = todo.pop()
+        if current in seen or current is snakemake_only_in_slow_tests_function():
+            continue
+        seen.add(current)
+        source = source_of(current)
+        if STARTS_SNAKEMAKE.search(source):
+            return True
+        module = sys.modules.get(current.__module__)
+        todo += [called for name in set(re.findall(r"\b(\w+)\(", source))
+                 if inspect.isfunction(called := getattr(module, name, None))]
+    return False
+
+
+def snakemake_only_in_slow_tests_function():
+    """The guard fixture's own function (it names Snakemake to catch it)."""
+    return getattr(snakemake_only_in_slow_tests, "__wrapped__", snakemake_only_in_slow_tests)
+
+
+def is_slow(item) -> bool:
+    if item.get_closest_marker("fast"):
+        return False
+    if any(item.get_closest_marker(mark) for mark in SLOW_MARKS):
+        return True
+    if item.nodeid.split("::")[0] in SLOW_TESTS or item.nodeid.split("[")[0] in SLOW_TESTS:
+        return True
+    functions = [getattr(item, "function", None)] + [
+        definitions[-1].func for definitions in item._fixtureinfo.name2fixturedefs.values() if definitions
+    ]
+    return any(function is not None and starts_snakemake(function) for function in functions)
+
+
+def command_starts_snakemake(args) -> bool:
+    if isinstance(args, (str, bytes, os.PathLike)):
+        return bool(re.search(r"(^|[\s/])snakemake(\s|$)", os.fsdecode(args)))
+    words = [os.fsdecode(word) if isinstance(word, (str, bytes, os.PathLike)) else "" for word in args]
+    return any(os.path.basename(word) == "snakemake" for word in words) or any(
+        pair == ["-m", "snakemake"] for pair in map(list, zip(words, words[1:])))
+
+
+@pytest.fixture(autouse=True)
+def snakemake_only_in_slow_tests(request, monkeypatch):
+    """A test that the fast lane runs may not start a Snakemake process."""
+    if request.node.get_closest_marker("slow") or request.node.get_closest_marker("fast"):
+        return
+
+    class Popen(subprocess.Popen):
+        def __init__(self, args, *rest, **options):
+            if command_starts_snakemake(args):
+                pytest.fail(f"{request.node.nodeid} starts Snakemake ({args!r}) but is in the fast lane: "
+                            "mark it @pytest.mark.workflow (tests/conftest.py, the two lanes)", pytrace=False)
+            super().__init__(args, *rest, **options)
+
+    monkeypatch.setattr(subprocess, "Popen", Popen)
+
+
 # --- how the pytest-xdist workers share the work (bin/test: `pytest -n 3 --dist loadscope`: a
 # module is one unit, so its module-scoped fixtures are made once and one worker has the Slurm)
 
-# The cluster tests mostly wait for their schedulers, so they start first, beside the tests that
-# compute.
+# The modules that take longest, longest first (--durations of the whole suite, 2026-11-26), so
+# that none of them starts last while the other workers run out of work; the cluster modules
+# mostly wait for their schedulers, so they start first, beside the tests that compute (the
+# scenarios, which make the default run that the cluster tests compare with at their end). The
+# modules not named here follow: those with WORKER_ORDER's marks first, in that order, then the
+# rest in collection order.
+UNIT_ORDER = (
+    "test_slurm.py", "test_pjm_workflow.py", "test_scenarios.py", "test_pjm_allocation.py", "test_faults.py",
+    "test_isolation.py", "test_mutation_workflow.py", "test_pjm_emulator.py", "test_sv.py", "test_resources.py",
+    "test_bai_merge.py", "test_priorities.py", "test_panel_power.py", "test_scatter.py", "test_genomon_sheet.py",
+)
 WORKER_ORDER = ("slurm", "pjm", "workflow")
 
 
 def pytest_collection_modifyitems(items):
-    """Tests with WORKER_ORDER's marks first, in that order."""
+    """Every slow test marked `slow` (the lanes, above); the modules in UNIT_ORDER's order, then
+    those with WORKER_ORDER's marks."""
+    for item in items:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
 
     def rank(item):
-        return next((i for i, mark in enumerate(WORKER_ORDER) if item.get_closest_marker(mark)), len(WORKER_ORDER))
+        module = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        if module in UNIT_ORDER:
+            return UNIT_ORDER.index(module)
+        marks = (i for i, mark in enumerate(WORKER_ORDER) if item.get_closest_marker(mark))
+        return len(UNIT_ORDER) + next(marks, len(WORKER_ORDER))
 
     items.sort(key=rank)
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: without it (-p no:xdist) unused
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadscope, but a worker is given its next module only when one test of its last is
+    left (xdist's own waits for two): a module never waits on a worker behind a long one while
+    another worker is free (the PJM pipeline run queued behind the Slurm ones took the whole
+    suite to 15 min). One, not none: a worker keeps its last test until it knows the next."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneModuleAhead(LoadScopeScheduling):
+        def _reschedule(self, node):
+            if node.shutting_down or not self.workqueue or self._pending_of(self.assigned_work[node]) <= 1:
+                super()._reschedule(node)
+
+    return OneModuleAhead(config, log)
 
 
 def run_shared_dir(tmp_path_factory):
@@ -125,6 +261,28 @@ def run_snakemake(config_path, *args, check=True, env=None):
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}")
     return result
+
+
+def parse_workflow(*configs):
+    """Snakemake's parse of the workflow in this process, from RUN_DIR with these config files, as
+    `snakemake -n` starts: every parse-time check (rules/config.smk, rules/plans.smk) runs, and a
+    refusal raises the WorkflowError that Snakemake would print; no job runs. About 0.2 s where
+    a `snakemake` process takes seconds to start (the fast lane's refusal tests)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
+
+    cwd = os.getcwd()  # the API changes to the working directory
+    try:
+        with SnakemakeApi(OutputSettings()) as api:
+            api.workflow(
+                resource_settings=ResourceSettings(cores=2),
+                config_settings=ConfigSettings(configfiles=[Path(config) for config in configs]),
+                storage_settings=StorageSettings(),
+                snakefile=REPO / "workflow" / "Snakefile",
+                workdir=RUN_DIR,
+            ).dag()
+    finally:
+        os.chdir(cwd)
 
 
 @pytest.fixture(scope="session", autouse=True)

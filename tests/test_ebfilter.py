@@ -270,8 +270,8 @@ def test_anno_output_exact(dataset):
 
 def test_quality_filters_change_the_score(dataset):
     """Without the BQ/MAPQ filters the low-quality reads count and the scores change."""
-    strict = {int(l.split("\t")[1]): l.split("\t")[-1] for l in run_eb(dataset, "strict.txt")}
-    loose = {int(l.split("\t")[1]): l.split("\t")[-1] for l in run_eb(dataset, "loose.txt", "-q", "0", "-Q", "0")}
+    strict = {int(line.split("\t")[1]): line.split("\t")[-1] for line in run_eb(dataset, "strict.txt")}
+    loose = {int(line.split("\t")[1]): line.split("\t")[-1] for line in run_eb(dataset, "loose.txt", "-q", "0", "-Q", "0")}
     # 4 more forward alt reads at LOW_BQ; MAPQ-10 reads add tumor depth and panel alt reads
     low_bq_loose = ebfilter.score_counts((20, 6, 20, 5), [(12, 0, 12, 0)] * CONTROLS)
     low_mapq_loose = ebfilter.score_counts((25, 5, 25, 5), [(15, 3, 15, 3)] * CONTROLS)
@@ -310,7 +310,7 @@ def test_vcf_mode_adds_eb_info(dataset):
                    + "".join(f"{CONTIG}\t{p}\t.\t{r}\t{a}\t.\tPASS\t.\n" for p, r, a in rows))
     out = tmp / "out.vcf"
     assert ebfilter.main([str(vcf), dataset["tumor"], dataset["control_list"], str(out)]) == 0
-    anno = {int(l.split("\t")[1]): l.split("\t")[-1] for l in run_eb(dataset, "for_vcf.txt")}
+    anno = {int(line.split("\t")[1]): line.split("\t")[-1] for line in run_eb(dataset, "for_vcf.txt")}
     with pysam.VariantFile(str(out)) as result:
         assert result.header.info["EB"].type == "Float"
         records = list(result)

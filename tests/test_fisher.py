@@ -344,7 +344,7 @@ def test_region_file_equals_concatenated_region_runs(indel_pair):
     argv = ["comparison", "-1", d["bams"][0], "-2", d["bams"][1], "-o", str(out), "-r", d["ref"],
             "-s", str(wrapper), "-S", GENOMON_PARAMS, "-L", str(region_file)] + LOOSE_PAIR
     assert fisher.main(argv) == 0
-    assert [l.rstrip("\n").split("\t") for l in open(out)] == expected
+    assert [line.rstrip("\n").split("\t") for line in open(out)] == expected
     assert len(log.read_text().splitlines()) == 3
 
 

@@ -56,7 +56,7 @@ def test_each_threshold_passes_at_equality_and_fails_just_past_it():
 
 
 def test_only_the_tumor_alt_bases_enter_the_lod():
-    tumor, normal = bases("A", 5, "T", 3, quality=20), bases("A", 5, "T", 3, quality=40)
+    tumor, _normal = bases("A", 5, "T", 3, quality=20), bases("A", 5, "T", 3, quality=40)
     assert lod_score(tumor.alt_qualities("T")) == pytest.approx(3 * base_lod(20))
     assert lod_score([]) == 0
 

@@ -17,6 +17,7 @@ BIN = Path(sys.executable).parent
 RULE_FILES = sorted((REPO / "workflow").rglob("*.smk")) + [REPO / "workflow" / "Snakefile"]
 
 
+@pytest.mark.fast  # the fast lane's lint (tests/conftest.py, the two lanes)
 @pytest.mark.parametrize("inputs", ["indexed", "bare"])
 def test_snakemake_lint_is_clean(tmp_path, testdata, inputs):
     """Linted with the indexed reference, and with bare inputs (the set-up rules exist only when
@@ -35,6 +36,14 @@ def test_snakemake_lint_is_clean(tmp_path, testdata, inputs):
 def test_snakefmt_check_is_clean():
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")  # snakefmt runs shfmt from PATH
     result = subprocess.run([str(BIN / "snakefmt"), "--check", "workflow"], cwd=REPO, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_is_clean():
+    """ruff (its rules: pyproject.toml) on the package, the tests, the benchmarks and the test-data
+    generator."""
+    result = subprocess.run([str(BIN / "ruff"), "check", "--no-cache", "src", "tests", "bench", ".test"], cwd=REPO,
+                            capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

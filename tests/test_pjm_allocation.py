@@ -84,7 +84,7 @@ def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scen
     assert {e["ranks"][0]["node"] for e in starts} == set(range(NODES))
     assert {e["status"] for e in events if e["event"] == "end"} == {0}
     launched = Counter(rule_of(e["command"][0]) for e in starts)
-    assert (launched["map_reads"], launched["markdup"], launched["identify_mutations"]) == (8, 12, 5)
+    assert (launched["map_reads"], launched["markdup"], launched["identify_mutations"]) == (8, 10, 4)
     assert_same_pair_results(results, request)
 
     # The reference: every file llio_transfer'd once, by this job, before the first rule job

@@ -103,7 +103,7 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
                                                                           request, tmp_path,
                                                                           monkeypatch):
     project = project_directory(tmp_path)
-    config = scenario_variant(scenario_root, "config-pair", project, map={"threads": 1}, markdup={"threads": 1})
+    scenario_variant(scenario_root, "config-pair", project, map={"threads": 1}, markdup={"threads": 1})
     results = project / "results"
     command = [*profile_command(project), "config.yaml", *TEST_MACHINE]
 

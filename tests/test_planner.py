@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, RUN_DIR, write_config
+from conftest import RUN_DIR, write_config
 from genomon_smk.plan.planner import (
     GENOMON_SECONDS,
     GENOMON_SMK_SECONDS,

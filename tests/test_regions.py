@@ -85,7 +85,10 @@ def test_region_table_round_trip(tmp_path):
 def test_lookup_places_reads_by_start_and_unplaced_reads_in_unmapped():
     regions = derive_regions(CONTIGS, 40_000, 1000)
     lookup = RegionLookup(regions)
-    name = lambda contig, pos: lookup.names[lookup.index(contig, pos)]
+
+    def name(contig, pos):
+        return lookup.names[lookup.index(contig, pos)]
+
     assert name("chr1", 0) == "r0001"
     assert name("chr1", 33_332) == "r0001"
     assert name("chr1", 33_333) == "r0002"

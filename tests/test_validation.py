@@ -1,6 +1,9 @@
 """Bad input is refused before any job runs, with a message naming the problem, and nothing is
-written. Every case is a real `snakemake -n` of the workflow; cases whose problems are collected
-together (the sample sheets, the panel BAMs) share one run and are checked one by one."""
+written. Most cases are Snakemake's parse of the workflow in this process (conftest.parse_workflow:
+the same parse-time checks a `snakemake -n` makes, the refusal its WorkflowError); two are a real
+`snakemake -n` (a misspelled key, as the user sees it printed; the sample sheets, with a FASTQ
+that root cannot read). Problems that are collected together (the sample sheets, the panel BAMs)
+share one refusal and are checked one by one."""
 
 import errno
 import os
@@ -13,20 +16,17 @@ import jsonschema
 import pysam
 import pytest
 import snakemake
-
 import yaml
+from snakemake.exceptions import WorkflowError
 
-from conftest import REPO, RUN_DIR, SNAKEMAKE, run_snakemake, write_config
+from conftest import REPO, RUN_DIR, SNAKEMAKE, parse_workflow, run_snakemake, write_config
 from genomon_smk.plan.config_check import config_problems
 from genomon_smk.plan.samplesheet import load_schema
 from genomon_smk.plan.regions import make_regions, read_fai
 
-pytestmark = pytest.mark.workflow
-
-
 def refusal(directory, testdata, env, prefix=(), **overrides):
-    """The output of a dry run of a config with overrides that must be refused, after checking
-    that it was refused and wrote nothing."""
+    """The output of a dry run (a `snakemake -n` process) of a config with overrides that must be
+    refused, after checking that it was refused and wrote nothing."""
     config = write_config(directory, testdata, **overrides)
     command = [*prefix, SNAKEMAKE, "--profile", "profiles/local", "--configfile", str(config), "--cores", "2", "-n"]
     result = subprocess.run(command, cwd=RUN_DIR, capture_output=True, text=True, env=env)
@@ -37,15 +37,26 @@ def refusal(directory, testdata, env, prefix=(), **overrides):
     return output
 
 
-def refused(tmp_path, testdata, env, expected, **overrides):
-    output = refusal(tmp_path, testdata, env, **overrides)
-    assert expected in output, output[-3000:]
-    return output
+def parse_refusal(directory, testdata, **overrides):
+    """The message of the workflow's refusal of a config with overrides (Snakemake's parse in this
+    process), after checking that nothing was written."""
+    config = write_config(directory, testdata, **overrides)
+    with pytest.raises(WorkflowError) as refused:
+        parse_workflow(config)
+    assert not (directory / "results").exists()
+    return str(refused.value)
+
+
+def refused(tmp_path, testdata, expected, **overrides):
+    message = parse_refusal(tmp_path, testdata, **overrides)
+    assert expected in message, message[-3000:]
+    return message
 
 
 # --- config
 
 
+@pytest.mark.workflow
 def test_a_misspelled_config_key_is_named_with_its_line_and_the_key_meant(tmp_path, testdata, no_slurm_probe):
     output = refusal(tmp_path, testdata, no_slurm_probe, mutation_utils={"pair_params": "x"})
     line = next(number for number, text in enumerate((tmp_path / "config.yaml").read_text().splitlines(), 1)
@@ -79,27 +90,27 @@ def test_config_values_are_checked_against_the_schema(tmp_path, testdata, overri
                            CONFIG_SCHEMA, []) == []
 
 
-def test_a_fai_of_another_fasta_is_refused_before_any_job(tmp_path, testdata, no_slurm_probe):
+def test_a_fai_of_another_fasta_is_refused_before_any_job(tmp_path, testdata):
     reference = tmp_path / "ref"
     shutil.copytree(testdata / "ref", reference)
     fai = reference / "genome.fa.fai"
     first, *rest = fai.read_text().splitlines(True)
     name, length, *columns = first.split("\t")
     fai.write_text("\t".join([name, str(int(length) - 100), *columns]) + "".join(rest))
-    refused(tmp_path, testdata, no_slurm_probe, "genome.fa.fai does not match the FASTA", reference=str(reference / "genome.fa"))
+    refused(tmp_path, testdata, "genome.fa.fai does not match the FASTA", reference=str(reference / "genome.fa"))
 
 
-def test_missing_reference(tmp_path, testdata, no_slurm_probe):
-    refused(tmp_path, testdata, no_slurm_probe, "reference: file not found", reference=str(tmp_path / "nope.fa"))
+def test_missing_reference(tmp_path, testdata):
+    refused(tmp_path, testdata, "reference: file not found", reference=str(tmp_path / "nope.fa"))
     decoy = str(tmp_path / "decoy.fa")
-    refused(tmp_path, testdata, no_slurm_probe, f"reference: file not found: {decoy}",
+    refused(tmp_path, testdata, f"reference: file not found: {decoy}",
             reference=[str(testdata / "bare" / "genome.fa.gz"), decoy])
 
 
-def test_a_simple_repeat_table_of_another_format_is_refused(tmp_path, testdata, no_slurm_probe):
+def test_a_simple_repeat_table_of_another_format_is_refused(tmp_path, testdata):
     table = tmp_path / "repeats.bed"
     table.write_text("chr1\t100\t130\ttrf\n")
-    refused(tmp_path, testdata, no_slurm_probe, "is neither a tabix-indexed database", simple_repeat_db=str(table))
+    refused(tmp_path, testdata, "is neither a tabix-indexed database", simple_repeat_db=str(table))
 
 
 def reference_copy(tmp_path, testdata, *suffixes):
@@ -124,32 +135,30 @@ def test_a_reference_without_all_its_indexes_is_built_in_resources(tmp_path, tes
     assert sorted(p.name for p in fasta.parent.iterdir()) == sorted(["ref.fa", *(f"ref.fa{s}" for s in beside)])
 
 
-def test_regions_that_do_not_cover_the_reference(tmp_path, testdata, no_slurm_probe):
+def test_regions_that_do_not_cover_the_reference(tmp_path, testdata):
     bed = tmp_path / "regions.bed"
     bed.write_text("chr1\t0\t1000\n")
-    refused(tmp_path, testdata, no_slurm_probe, "chr1:1001-80000 is in no region", regions={"file": str(bed)})
+    refused(tmp_path, testdata, "chr1:1001-80000 is in no region", regions={"file": str(bed)})
 
 
-def test_regions_that_overlap(tmp_path, testdata, no_slurm_probe):
+def test_regions_that_overlap(tmp_path, testdata):
     bed = tmp_path / "regions.bed"
     contigs = read_fai(str(testdata / "ref" / "genome.fa.fai"))
     bed.write_text("".join(f"{name}\t0\t{length}\n" for name, length in contigs) + "chr2\t100\t200\n")
-    refused(tmp_path, testdata, no_slurm_probe, "chr2:101-200 overlaps another region", regions={"file": str(bed)})
+    refused(tmp_path, testdata, "chr2:101-200 overlaps another region", regions={"file": str(bed)})
 
 
-def test_missing_config_file_is_explained(no_slurm_probe):
-    result = subprocess.run([SNAKEMAKE, "-n", "--cores", "1"], cwd=RUN_DIR, capture_output=True, text=True,
-                            env=no_slurm_probe)
-    assert result.returncode != 0
-    assert "no config file given: run with --configfile FILE" in result.stdout + result.stderr
+def test_missing_config_file_is_explained():
+    with pytest.raises(WorkflowError, match="no config file given: run with --configfile FILE"):
+        parse_workflow()
 
 
-def test_a_plan_that_exceeds_a_tier_capacity_is_refused(tmp_path, testdata, no_slurm_probe):
-    output = refused(
-        tmp_path, testdata, no_slurm_probe, "storage tier shared_tmp: the plan needs about",
+def test_a_plan_that_exceeds_a_tier_capacity_is_refused(tmp_path, testdata):
+    message = refused(
+        tmp_path, testdata, "storage tier shared_tmp: the plan needs about",
         storage={"capacity": {"shared_tmp": "1M"}},
     )
-    assert "capacity is 1.0 MiB" in output
+    assert "capacity is 1.0 MiB" in message
 
 
 # --- sample sheets: one sheet with every problem, one dry run, each message checked
@@ -228,23 +237,23 @@ def test_sample_sheet_problems_are_refused(sheet_refusal, case):
     assert SHEET_PROBLEMS[case].format(d=directory) in output
 
 
-def test_tables_with_missing_or_unknown_columns_are_refused(tmp_path, testdata, no_slurm_probe):
+def test_tables_with_missing_or_unknown_columns_are_refused(tmp_path, testdata):
     (tmp_path / "samples.tsv").write_text("sample\tfq1\ntumor\tt_R1.fq\n")
     (tmp_path / "pairs.tsv").write_text("tumor\tnormal\tcolour\ntumor\tnormal\tred\n")
-    output = refusal(tmp_path, testdata, no_slurm_probe, samples=str(tmp_path / "samples.tsv"),
-                     pairs=str(tmp_path / "pairs.tsv"), control_panels={})
+    output = parse_refusal(tmp_path, testdata, samples=str(tmp_path / "samples.tsv"),
+                           pairs=str(tmp_path / "pairs.tsv"), control_panels={})
     assert f"{tmp_path}/samples.tsv:1: missing column(s): fq2 (header is: sample, fq1)" in output
     assert f"{tmp_path}/pairs.tsv:1: unknown column(s): colour" in output
 
 
-def test_genomon_sheet_with_a_sample_twice_and_a_panel_of_unknown_samples(tmp_path, testdata, no_slurm_probe):
+def test_genomon_sheet_with_a_sample_twice_and_a_panel_of_unknown_samples(tmp_path, testdata):
     for name in ("t", "n", "p"):
         fastq_pair(tmp_path, name)
     sheet = tmp_path / "genomon.csv"
     sheet.write_text("[fastq]\nt,t_R1.fq,t_R2.fq\nn,n_R1.fq,n_R2.fq\nt,p_R1.fq,p_R2.fq\n"
                      "[mutation_call]\nt,n,panel1\n[controlpanel]\npanel1,n,ghost\n")
-    output = refusal(tmp_path, testdata, no_slurm_probe, genomon_sample_sheet=str(sheet), samples=None, pairs=None,
-                     control_panels=None)
+    output = parse_refusal(tmp_path, testdata, genomon_sample_sheet=str(sheet), samples=None, pairs=None,
+                           control_panels=None)
     twice = output.index(f"{sheet}:4: sample 't' is defined twice in [fastq]")
     assert output.index(f"{sheet}:8: panel 'panel1' names unknown sample 'ghost'") > twice  # in line order
 
@@ -261,7 +270,7 @@ def header_only_bam(path, contigs):
 
 
 @pytest.fixture(scope="module")
-def panel_refusal(tmp_path_factory, testdata, no_slurm_probe):
+def panel_refusal(tmp_path_factory, testdata):
     directory = tmp_path_factory.mktemp("panel")
     contigs = read_fai(str(testdata / "ref" / "genome.fa.fai"))
     (directory / "panel").mkdir()
@@ -270,7 +279,7 @@ def panel_refusal(tmp_path_factory, testdata, no_slurm_probe):
     header_only_bam(directory / "panel" / "longer.bam", [(name, length + 1) for name, length in contigs[:2]] + contigs[2:])
     (directory / "panel" / "unindexed.bam").write_bytes((directory / "panel" / "same.bam").read_bytes())
     members = ["pon1", "panel/same.bam", "panel/renamed.bam", "panel/longer.bam", "panel/unindexed.bam"]
-    return directory, refusal(directory, testdata, no_slurm_probe, control_panels={"panel1": members})
+    return directory, parse_refusal(directory, testdata, control_panels={"panel1": members})
 
 
 PANEL_PROBLEMS = {
@@ -309,8 +318,9 @@ def test_dry_run_shows_every_job_with_a_static_dag(tmp_path, testdata, no_slurm_
         if len(fields) == 2 and fields[1].isdigit():
             counts[fields[0]] = int(fields[1])
     samples, chunks = 5, 3
-    regions = make_regions(str(testdata / "ref" / "genome.fa.fai"), None, 40000, 0)
-    assert len(regions) > 4
+    cut = yaml.safe_load(config.read_text())["regions"]
+    regions = make_regions(str(testdata / "ref" / "genome.fa.fai"), None, cut["max_length"], cut["pack_bp"])
+    assert len(regions) > 4  # the first contig cut in two, and the unmapped region
     assert counts["split_fastq"] == samples
     assert counts["map_reads"] == samples * chunks
     assert counts["gather_map"] == samples

@@ -35,3 +35,6 @@ finish_work_dir() {
     rm -rf "$work" "$work.sizes"
 }
 job_exit_cleanup=finish_work_dir
+# Rules source this inside `( ... ) >log`: a subshell, which runs no EXIT trap of the job shell's
+# and whose variables the job shell never sees. Its own trap does the same, when it ends.
+trap job_exit EXIT

@@ -170,3 +170,34 @@ def test_the_probe_sees_a_broken_page(pipeline_run, tmp_path):
     finally:
         broken.unlink()
     assert console or (probe and probe["errors"])
+
+
+def test_the_cohort_key_names_the_directories_and_a_genomon_sheet_refuses_it(tmp_path, testdata):
+    from conftest import run_snakemake, write_config
+    from test_sv import SHEET
+
+    config = write_config(tmp_path / "named", testdata, cohort="lung_2026")
+    run = run_snakemake(config, "-n")
+    output = run.stdout + run.stderr
+    assert "  tables:   post_analysis/lung_2026" in output and "  paplot:   paplot/lung_2026/index.html" in output
+    assert "post_analysis/samples/" not in output
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(SHEET.format(d=testdata))
+    config = write_config(tmp_path / "sheet", testdata, samples=None, pairs=None, control_panels=None,
+                          genomon_sample_sheet=str(sheet), cohort="lung_2026")
+    refused = run_snakemake(config, "-n", check=False)
+    output = refused.stdout + refused.stderr
+    assert refused.returncode != 0 and "key 'cohort': with genomon_sample_sheet" in output, output[-3000:]
+
+
+def test_a_cohort_name_that_is_no_directory_name_is_refused(tmp_path, testdata):
+    import yaml
+
+    from conftest import REPO, write_config
+    from genomon_smk.plan.config_check import config_problems
+    from genomon_smk.plan.samplesheet import load_schema
+
+    path = write_config(tmp_path, testdata, cohort="../elsewhere")
+    problems = config_problems(yaml.safe_load(path.read_text()), load_schema(str(REPO / "workflow" / "schemas"), "config"),
+                               [str(path)])
+    assert len(problems) == 1 and "key 'cohort'" in problems[0], problems

@@ -203,5 +203,5 @@ def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_ru
     plan = run_snakemake(scenario_root / "config-genomon-sheet" / "config.yaml", "-n", "--forceall", "--quiet", "rules")
     planned = int(re.search(r"total \(with rule all\) +(\d+)", plan.stderr).group(1))
     counted = int(re.search(r"^total +(\d+)$", plan.stdout + plan.stderr, flags=re.M).group(1))
-    # 79 without the SV stage: 4 parses, 1 merge, filt, sv_utils, VCF, summary, MultiQC tables
-    assert planned == counted == 89
+    # Four pairs (mutations and SVs), two panels; post-analysis: three merges and paplot.
+    assert planned == counted == 124

@@ -40,5 +40,6 @@ rule paplot:
         """
 
 
-# What `rule all` asks for: the report, when there is anything to draw.
-PAPLOT_TARGETS = rules.paplot.output if any(PAPLOT_INPUTS.values()) else []
+# What `rule all` asks for: the report, whenever there are post-analysis tables (its index alone
+# when paplot.include_* leave it none to draw).
+PAPLOT_TARGETS = rules.paplot.output if POST_ANALYSIS_TARGETS else []

@@ -56,10 +56,11 @@ class Granularity:
     pack_bp: int
 
     def shape(self, pairs: int) -> CohortShape:
-        """The cohort's DAG shape: `pairs` tumor/normal pairs, every sample in one pair."""
+        """The cohort's DAG shape: `pairs` tumor/normal pairs, every sample in one pair; every pair
+        gets SV detection (the default: its tumor parsed, no panel)."""
         regions = derive_regions(GRCH37, self.max_length, self.pack_bp)
         mutation = sum(1 for region in regions if not region.is_unmapped)
-        return CohortShape(2 * pairs, pairs, self.chunks, len(regions), mutation)
+        return CohortShape(2 * pairs, pairs, self.chunks, len(regions), mutation, sv_samples=pairs, sv_pairs=pairs)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,11 @@ Builds, from real human sequence (GRCh37 chr20 shipped by Debian ``vt-examples``
 * ``truth/{germline,somatic,artifacts}.vcf.gz`` (left-aligned, sorted, bgzipped, tabixed);
 * ``truth/somatic_sv.tsv``: clonal somatic SVs of the tumor (deletions, tandem duplications,
   inversions of 1-3 kb and a reciprocal translocation), one row per SV with both breakpoints;
+* ``hotspot_database.txt``: a hotspot database in Genomon's layout (Chr, Start, End, Ref, Alt,
+  name, kind; no header) and ``truth/hotspot.vcf.gz``: the low-VAF (subclonal) SNVs planted in the
+  tumor at its ``planted`` rows; its other rows are sites no sample carries (``decoy``, and a
+  second alt at a planted site: ``other_alt``), the patient's germline SNVs (``germline``) and
+  two-base rows that hotspotCall ignores (``mnv``);
 * ``samples.tsv``, ``pairs.tsv``, ``panels.tsv`` and ``truth/meta.json``;
 * ``.complete`` (written last): a re-run with the same parameters prints "up to date".
 
@@ -39,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import pysam
 
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5
 SOURCE_FASTA = Path("/usr/share/doc/vt/examples/ref/20.fa.gz")
 SOURCE_CHROM = "20"
 SOURCE_ASSEMBLY = "GRCh37"
@@ -56,10 +61,12 @@ PRESETS = {
     "test": dict(windows=(80_000, 60_000, 40_000), read_length=100, fragment_mean=300,
                  fragment_sd=30, coverage=dict(tumor=40, normal=30, pon=20),
                  somatic_snvs=36, somatic_indels=8, artifacts=10, tumor_lanes=2,
+                 hotspots=dict(planted=14, decoy=8, germline=3),
                  svs=dict(deletion=4, tandem_duplication=4, inversion=4, translocation=1)),
     "bench": dict(windows=(2_500_000, 1_500_000, 1_000_000), read_length=150, fragment_mean=400,
                   fragment_sd=40, coverage=dict(tumor=40, normal=30, pon=20),
                   somatic_snvs=500, somatic_indels=60, artifacts=60, tumor_lanes=2,
+                  hotspots=dict(planted=60, decoy=30, germline=10),
                   svs=dict(deletion=10, tandem_duplication=10, inversion=10, translocation=2)),
 }
 
@@ -76,6 +83,7 @@ BASES = "ACGT"
 # Independent random streams, so changing one count does not reshuffle everything else.
 STREAM_WINDOWS, STREAM_GERMLINE, STREAM_SOMATIC, STREAM_SIM, STREAM_READS, STREAM_TRIM = range(1, 7)
 STREAM_SV = 7
+STREAM_HOTSPOT = 8
 
 # Somatic SVs: segment lengths, and the bp kept free of somatic/artifact sites around an SV (its
 # reads must not carry them: a deletion would remove them, clipped reads would hide them) and of
@@ -539,6 +547,52 @@ def apply_variants(contigs: dict[str, str], variants) -> dict[str, str]:
     return result
 
 
+# --------------------------------------------------------------------------- hotspots
+
+def make_hotspots(contigs, germline, genotypes, small_variants, svs, counts, rng):
+    """Hotspot SNVs planted in the tumor's subclone (low VAF), away from every other variant and
+    SV, and the database rows naming them and other sites: (planted SNVs, rows). A row is
+    (Chr, Start, End, Ref, Alt, name, kind), in contig and position order."""
+    sv_spans = {name: [] for name in contigs}  # the segments an SV moves, or a translocation's points
+    for sv in svs:
+        if sv.kind == "translocation":
+            sv_spans[sv.contig].append((sv.start, sv.start))
+            sv_spans[sv.contig_2].append((sv.end, sv.end))
+        else:
+            sv_spans[sv.contig].append((sv.start, sv.end))
+    total = sum(len(seq) for seq in contigs.values())
+    planted, decoys, rows = [], [], []
+    for index, (name, seq) in enumerate(contigs.items()):
+        free = germline_mask(name, seq, germline + small_variants, SOMATIC_GAP)
+        for lo, hi in sv_spans[name]:
+            free[max(0, lo - SV_SMALL_VARIANT_GAP):hi + SV_SMALL_VARIANT_GAP] = False
+        last = index == len(contigs) - 1
+        share = len(seq) / total
+        k_planted = counts["planted"] - len(planted) if last else round(counts["planted"] * share)
+        k_decoy = counts["decoy"] - len(decoys) if last else round(counts["decoy"] * share)
+        planted += place_variants(name, seq, free, k_planted, 0, rng, SOMATIC_GAP, 0)
+        decoys += place_variants(name, seq, free, k_decoy, 0, rng, SOMATIC_GAP, 0)
+    names = list(contigs)
+    planted.sort(key=lambda v: (names.index(v.contig), v.pos))
+    for n, v in enumerate(planted):
+        rows.append((v.contig, v.pos, v.pos, v.ref, v.alt, f"HS{n + 1}", "planted"))
+        if n % 3 == 0:  # another alt of the same site, which no read carries
+            other = next(b for b in BASES if b not in (v.ref, v.alt))
+            rows.append((v.contig, v.pos, v.pos, v.ref, other, f"HS{n + 1}", "other_alt"))
+        if n % 5 == 0:  # a doublet (MNV) row through the site: hotspotCall reads single bases only
+            seq = contigs[v.contig]
+            rows.append((v.contig, v.pos, v.pos + 1, seq[v.pos - 1:v.pos + 1], v.alt + TRANSITION[seq[v.pos]],
+                         f"HS{n + 1}", "mnv"))
+    for n, v in enumerate(decoys):
+        rows.append((v.contig, v.pos, v.pos, v.ref, v.alt, f"DECOY{n + 1}", "decoy"))
+    carried = [v for v, gt in zip(germline, genotypes["patient"]) if v.kind == "SNV" and gt.any()]
+    for n in rng.choice(len(carried), size=min(counts["germline"], len(carried)), replace=False).tolist():
+        v = carried[n]
+        rows.append((v.contig, v.pos, v.pos, v.ref, v.alt, f"GERMLINE{n + 1}", "germline"))
+    rows.sort(key=lambda row: (names.index(row[0]), row[1], row[2], row[4]))
+    return planted, rows
+
+
 # --------------------------------------------------------------------------- VCF output
 
 VT_INFO = '##INFO=<ID=VT,Number=1,Type=String,Description="SNV or INDEL">'
@@ -637,7 +691,7 @@ def sample_components(args) -> dict[str, list[tuple[str, float]]]:
     return {name: [(k, f) for k, f in comps if f > 0] for name, comps in mix.items()}
 
 
-def haplotype_variants(key, germline, genotypes, somatic, clonal, artifacts):
+def haplotype_variants(key, germline, genotypes, somatic, clonal, artifacts, hotspots=()):
     """The variants carried by the haplotype named `key` (e.g. 'patA+clonal', 'pon2B+art')."""
     base, *extras = key.split("+")
     individual = "patient" if base.startswith("pat") else base[:-1]
@@ -646,6 +700,7 @@ def haplotype_variants(key, germline, genotypes, somatic, clonal, artifacts):
     if "clonal" in extras:
         carried += [v for v, c in zip(somatic, clonal) if c]
     if "sub" in extras:
+        carried += list(hotspots)
         carried += [v for v, c in zip(somatic, clonal) if not c]
     if "art" in extras:
         carried += artifacts
@@ -793,7 +848,7 @@ def signature(args) -> dict:
                 artifact_normal_fraction=args.artifact_normal_fraction, dup_rate=args.dup_rate)
 
 
-OUTPUTS = ("ref", "bare", "fastq", "fastq_trimmed", "truth", ".work", "samples.tsv", "samples_trimmed.tsv", "pairs.tsv",
+OUTPUTS = ("ref", "bare", "fastq", "fastq_trimmed", "truth", ".work", "hotspot_database.txt", "samples.tsv", "samples_trimmed.tsv", "pairs.tsv",
            "panels.tsv")
 
 
@@ -814,7 +869,8 @@ def outputs_present(outdir: Path) -> bool:
               outdir / "truth" / "meta.json", outdir / "pairs.tsv", outdir / "samples_trimmed.tsv",
               outdir / "bare" / "genome.fa.gz", outdir / "bare" / "simpleRepeat.txt.gz"]
     needed += [outdir / "truth" / f"{n}.vcf.gz.tbi" for n in ("germline", "somatic", "artifacts")]
-    needed.append(outdir / "truth" / "somatic_sv.tsv")
+    needed += [outdir / "truth" / "somatic_sv.tsv", outdir / "truth" / "hotspot.vcf.gz.tbi",
+               outdir / "hotspot_database.txt"]
     try:
         rows = (outdir / "samples.tsv").read_text().splitlines()[1:]
     except OSError:
@@ -843,6 +899,8 @@ def generate(args) -> None:
     vaf_clonal = args.purity / 2
     vaf_sub = args.purity * args.subclone_fraction / 2
     svs = make_svs(contigs, germline, somatic + artifacts, preset["svs"], rng_for(seed, STREAM_SV))
+    hotspots, hotspot_rows = make_hotspots(contigs, germline, genotypes, somatic + artifacts, svs,
+                                           preset["hotspots"], rng_for(seed, STREAM_HOTSPOT))
 
     truth = outdir / "truth"
     truth.mkdir()
@@ -855,6 +913,9 @@ def generate(args) -> None:
               artifact_rows(artifacts, af_art, af_art_n, af_art), fasta, workdir)
 
     (truth / "somatic_sv.tsv").write_text("\n".join(sv_rows(svs, vaf_clonal)) + "\n")
+    write_vcf(truth / "hotspot.vcf.gz", vcf_header(contigs, SOMATIC_HEADER),
+              somatic_rows(hotspots, [False] * len(hotspots), vaf_clonal, vaf_sub), fasta, workdir)
+    (outdir / "hotspot_database.txt").write_text("".join("\t".join(map(str, row)) + "\n" for row in hotspot_rows))
     log(t0, f"truth: {len(germline)} germline, {len(somatic)} somatic, {len(artifacts)} artifacts, "
             f"{len(svs)} SVs")
     # One simulator run per (sample, haplotype component), two at a time.
@@ -867,7 +928,7 @@ def generate(args) -> None:
         for key, fraction in mixes[sample]:
             if key not in hap_fastas:
                 hap_fastas[key] = workdir / f"hap_{key}.fa"
-                carried = haplotype_variants(key, germline, genotypes, somatic, clonal, artifacts)
+                carried = haplotype_variants(key, germline, genotypes, somatic, clonal, artifacts, hotspots)
                 haplotype = apply_variants(contigs, carried)
                 # The SVs are clonal: on the tumor's clonal haplotypes
                 if "clonal" in key.split("+"):
@@ -923,6 +984,8 @@ def generate(args) -> None:
                     somatic_clonal=int(clonal.sum()),
                     somatic_subclonal=int((~clonal).sum()),
                     artifacts=len(artifacts),
+                    hotspot_snv=len(hotspots),
+                    hotspot_database_rows=len(hotspot_rows),
                     somatic_sv=dict(Counter(sv.kind for sv in svs))),
         samples_tsv="samples.tsv", pairs_tsv="pairs.tsv", panels_tsv="panels.tsv",
         trimmed_tumor=dict(trimmed_meta, samples_tsv="samples_trimmed.tsv"),

@@ -41,9 +41,11 @@ def snakemake(config: Path, cores: int, *targets: str) -> None:
 
 
 def truth(data: Path) -> list[tuple[str, int, str, float]]:
-    """(chrom, Genomon Start, SNV|INDEL, VAF) of the somatic truth; deletions start after the anchor."""
+    """(chrom, Genomon Start, SNV|INDEL, VAF) of the somatic truth (with the subclonal SNVs planted at
+    hotspot database sites, generator version 5); deletions start after the anchor."""
     sites = []
-    for record in pysam.VariantFile(str(data / "truth" / "somatic.vcf.gz")):
+    files = [data / "truth" / f"{name}.vcf.gz" for name in ("somatic", "hotspot")]
+    for record in (record for path in files if path.exists() for record in pysam.VariantFile(str(path))):
         ref, alt = record.ref, record.alts[0]
         start = record.pos + 1 if len(ref) > len(alt) else record.pos
         sites.append((record.chrom, start, "SNV" if len(ref) == len(alt) == 1 else "INDEL", record.info["VAF"]))

@@ -60,6 +60,7 @@ class Granularity:
         gets SV detection (the default: its tumor parsed, no panel)."""
         regions = derive_regions(GRCH37, self.max_length, self.pack_bp)
         mutation = sum(1 for region in regions if not region.is_unmapped)
+        # SV detection runs for every pair by default: GenomonSV parses each tumor (not the normal).
         return CohortShape(2 * pairs, pairs, self.chunks, len(regions), mutation, sv_samples=pairs, sv_pairs=pairs)
 
 
@@ -104,7 +105,10 @@ def granularities() -> dict[str, Granularity]:
     }
 
 
-ONE_READ = gzip.compress(b"@read/1\nACGT\n+\nIIII\n", mtime=0)
+def one_read(name: str) -> bytes:
+    """A gzipped FASTQ of one record, named after its file: every file holds its own data (the
+    workflow refuses the same reads given for two samples)."""
+    return gzip.compress(f"@{name}\nACGT\n+\nIIII\n".encode(), mtime=0)
 
 
 def write_placeholder_reference(fasta: Path) -> None:
@@ -143,7 +147,7 @@ def write_inputs(directory: Path, pairs: int, granularity: Granularity) -> Path:
             sample = f"{role}{index:03d}"
             for mate in (1, 2):
                 # One record: a lane without reads is refused before any job.
-                (directory / "fastq" / f"{sample}_R{mate}.fastq.gz").write_bytes(ONE_READ)
+                (directory / "fastq" / f"{sample}_R{mate}.fastq.gz").write_bytes(one_read(f"{sample}_R{mate}"))
             rows.append(f"{sample}\tfastq/{sample}_R1.fastq.gz\tfastq/{sample}_R2.fastq.gz\n")
         pair_rows.append(f"tumor{index:03d}\tnormal{index:03d}\t\n")
     (directory / "samples.tsv").write_text("sample\tfq1\tfq2\n" + "".join(rows))

@@ -360,6 +360,24 @@ def test_cli_with_regions_file(biobambam_set, tmp_path):
     assert bad.returncode == 1 and "bai_merge: error:" in bad.stderr
 
 
+def test_a_merged_bam_laid_out_otherwise_is_indexed_by_samtools_with_the_fallback(biobambam_set, tmp_path):
+    """What another samtools version's `samtools cat` would give (the same records in other BGZF
+    blocks): refused, or with --fallback-samtools-index (as merge_bam runs it) indexed by
+    `samtools index`, byte for byte."""
+    relaid = tmp_path / "relaid.bam"
+    run(f"samtools view -b -o {relaid} {biobambam_set['merged']}")
+    with pytest.raises(bai_merge.LayoutMismatch):
+        merge_bai(biobambam_set["bams"], str(relaid), str(tmp_path / "x.bai"))
+    cmd = [sys.executable, "-m", "genomon_smk.steps.bai_merge", "--merged", str(relaid), "--out",
+           str(tmp_path / "fallback.bai"), *biobambam_set["bams"]]
+    refused = subprocess.run(cmd, capture_output=True, text=True)
+    assert refused.returncode == 1 and not (tmp_path / "fallback.bai").exists()
+    fallback = subprocess.run(cmd + ["--fallback-samtools-index"], capture_output=True, text=True)
+    assert fallback.returncode == 0 and "with `samtools index` instead" in fallback.stderr
+    run(f"samtools index -b -o {tmp_path / 'samtools.bai'} {relaid}")
+    assert (tmp_path / "fallback.bai").read_bytes() == (tmp_path / "samtools.bai").read_bytes()
+
+
 # ------------------------------------------------------------------------------------------
 # pure functions
 # ------------------------------------------------------------------------------------------

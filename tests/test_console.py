@@ -63,11 +63,12 @@ def test_a_dry_run_shows_the_plan_and_job_stats_once_and_ends_with_the_summary_a
         "pair_params": "--fish_pval 1.0 --realign_pval 1.0 --eb_pval 4.0 --tcount 4 --ncount 2"})
     output = run_snakemake(config, "-n").stdout  # Snakemake's (and so the summary's) stream in a dry run
     assert output.count("Job stats:") == 1 and not re.search(r"^\s+(input|output|jobid):", output, flags=re.M)
+    assert "Would remove temporary output" not in output  # one line per temporary: thousands in a cohort
     tail = output[output.index("This was a dry-run"):]
     assert f"genomon-smk: the results will be written to {tmp_path / 'out'}" in tail
     assert "warning(s) of the plan, repeated:" in tail and "below --eb_pval 4" in tail
     verbose = run_snakemake(config, "-n", "-p").stdout
-    assert re.search(r"^    jobid: \d+$", verbose, flags=re.M)
+    assert re.search(r"^    jobid: \d+$", verbose, flags=re.M) and "Would remove temporary output" in verbose
 
 
 @pytest.mark.workflow

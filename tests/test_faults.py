@@ -337,14 +337,18 @@ def in_mount_namespace_with_tmpfs(place: Path, size: str, listing: Path) -> tupl
     return ("unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "sh")
 
 
-def test_out_of_space_on_shared_tmp_fails_the_job_with_its_log_and_leaves_no_partial_output(
-        testdata, tmp_path, no_slurm_probe):
-    place, listing = tmp_path / "small_scratch", tmp_path / "left_on_scratch.txt"
-    place.mkdir()
+def skip_unless_tmpfs_mounts(place):
     probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "mount", "-t", "tmpfs", "tmpfs",
                             str(place)], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs in a user namespace here: {probe.stderr}")
+
+
+def test_out_of_space_on_shared_tmp_fails_the_job_with_its_log_and_leaves_no_partial_output(
+        testdata, tmp_path, no_slurm_probe):
+    place, listing = tmp_path / "small_scratch", tmp_path / "left_on_scratch.txt"
+    place.mkdir()
+    skip_unless_tmpfs_mounts(place)
     # The split writes about 8 MiB of chunks for pon1; the tier holds 1 MiB.
     config = write_config(tmp_path, testdata, split={"chunks": 1}, storage={"paths": {"shared_tmp": str(place)}})
     results = tmp_path / "results"
@@ -369,10 +373,7 @@ def test_a_map_job_that_fills_node_local_is_reported_as_no_space_left_there(test
     not say why; the job shell names the tier, its place and the plan's per-job expectation."""
     place, listing = tmp_path / "small_node_local", tmp_path / "left_on_node_local.txt"
     place.mkdir()
-    probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "mount", "-t", "tmpfs", "tmpfs",
-                            str(place)], capture_output=True, text=True)
-    if probe.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs in a user namespace here: {probe.stderr}")
+    skip_unless_tmpfs_mounts(place)
     config = write_config(tmp_path, testdata, split={"chunks": 1}, storage={"paths": {"node_local": str(place)}})
     results = tmp_path / "results"
     pieces = results / ".tiers" / "shared_tmp" / "map" / "pon1" / "chunk_0000"

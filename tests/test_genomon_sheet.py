@@ -40,9 +40,35 @@ def split_pairs(fastqs, out_dir):
     return halves
 
 
+# Read pairs of pon3's first BAM flagged as failing the platform's QC (0x200): Genomon's
+# bamtofastq leaves them out (exclude=QCFAIL), so they are not mapped again.
+QC_FAILED_PAIRS = 25
+
+
+def flag_qc_failed(bam, pairs):
+    """Flag both mates of the first `pairs` read pairs of a sorted BAM QC-failed (0x200), in
+    place; their names."""
+    with pysam.AlignmentFile(str(bam)) as source:
+        names = []
+        for read in source.fetch(until_eof=True):
+            if read.query_name not in names and len(names) < pairs:
+                names.append(read.query_name)
+    flagged = bam.with_name(bam.name + ".flagged")
+    with pysam.AlignmentFile(str(bam)) as source:
+        with pysam.AlignmentFile(str(flagged), "wb", template=source) as out:
+            for read in source.fetch(until_eof=True):
+                if read.query_name in names:
+                    read.is_qcfail = True
+                out.write(read)
+    flagged.replace(bam)
+    pysam.index(str(bam))
+    return set(names)
+
+
 def make_input_bams(testdata, out_dir):
     """The BAMs a migrating user brings: the normal's final BAM (for [bam_import]) and pon3 as two
-    coordinate-sorted BAMs of half its read pairs each (for [bam_tofastq])."""
+    coordinate-sorted BAMs of half its read pairs each (for [bam_tofastq]), some of them QC-failed
+    (QC_FAILED_PAIRS)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     reference = testdata / "ref" / "genome.fa"
     fastq = testdata / "fastq"
@@ -52,6 +78,7 @@ def make_input_bams(testdata, out_dir):
         map_to_bam(reference, fq1, fq2, "pon3", out_dir / f"pon3_part{number}.bam")
         for number, (fq1, fq2) in enumerate(split_pairs([fastq / f"pon3_L1_R{m}.fastq.gz" for m in (1, 2)], out_dir), 1)
     ]
+    flag_qc_failed(pon3[0], QC_FAILED_PAIRS)
     return normal, pon3
 
 
@@ -83,17 +110,18 @@ def test_imported_and_converted_bams_reach_qc_and_mutation_calling(tmp_path, tes
     md5 = (results / "bam" / "normal" / "normal.markdup.bam.md5").read_text().split()
     assert md5 == [hashlib.md5(normal_bam.read_bytes()).hexdigest(), "normal.markdup.bam"]
     assert not (results / "logs" / "split_fastq" / "normal.log").exists()
-    # [bam_tofastq]: one conversion per BAM; every read pair of both BAMs mapped again, once,
-    # under its own name (no /1 /2), in the sample's own read group.
+    # [bam_tofastq]: one conversion per BAM; every read pair of both BAMs that passed QC mapped
+    # again, once, under its own name (no /1 /2), in the sample's own read group.
     assert sorted(p.name for p in (results / "logs" / "bam_to_fastq" / "pon3").iterdir()) == ["bam1.log", "bam2.log"]
     reads = primary_read1(results / "bam" / "pon3" / "pon3.markdup.bam")
-    assert len(reads) == len({r.query_name for r in reads}) == truth["read_pairs"]["pon3"]
+    expected = {"pon3": truth["read_pairs"]["pon3"] - QC_FAILED_PAIRS, "normal": truth["read_pairs"]["normal"]}
+    assert len(reads) == len({r.query_name for r in reads}) == expected["pon3"]
     assert not any(r.query_name.endswith(("/1", "/2")) for r in reads)
     assert {r.get_tag("RG") for r in reads} == {"pon3"}
     # QC: both samples' BAM statistics and coverage; the split and markdup checks for pon3 only.
     for sample in ("pon3", "normal"):
         flagstat = (results / "qc" / sample / f"{sample}.flagstat.txt").read_text()
-        assert f"{2 * truth['read_pairs'][sample]} + 0 primary" in flagstat
+        assert f"{2 * expected[sample]} + 0 primary" in flagstat
         assert (results / "qc" / sample / f"{sample}.coverage.tsv").is_file()
     assert "status\tOK" in (results / "qc" / "pon3" / "pon3.integrity.txt").read_text()
     assert (results / "qc" / "pon3" / "pon3.markdup_metrics.txt").is_file()

@@ -20,6 +20,10 @@ if "FAIL" in args:
     sys.exit(4)
 if name == "fisher":
     rows = ["chr1\t10\t10\tA\tT\n", "chr1\t20\t20\tG\tC\n"]
+elif name == "hotspotCall":  # tumor normal output database: every database row, LOD 9
+    rows = ["Chr\tStart\tEnd\tRef\tAlt\tscore\n"] + [
+        "\t".join(line.split("\t")[:5] + ["x"] * 13 + ["9.000"]) + "\n" for line in open(args[-1])]
+    args.append(args[-2])
 else:
     source = args[args.index("-t") + 1] if "-t" in args else args[-4]
     rows = [line.rstrip("\n") + f"\t{args[0] if name == 'mutfilter' else 'eb'}\n" for line in open(source)]
@@ -108,3 +112,33 @@ def test_own_tools_run_in_this_process_and_upstream_ones_as_commands(tmp_path, c
         driver.execute([sys.executable, "-m", "genomon_smk.tools.ebfilter", "-f", "anno", str(missing), "t.bam",
                         "list.txt", "out.txt"])
     assert failure.value.returncode == 1 and "no such target file" in capsys.readouterr().err
+
+
+def test_the_hotspot_call_runs_after_fisher_on_the_regions_database_rows_and_merges_into_its_rows(tmp_path, tools):
+    script, commands = tools
+    commands += [f"hotspotCall={sys.executable} {script} hotspotCall", f"mutil={sys.executable} -m genomon_smk.tools.mutil"]
+    database = tmp_path / "hotspot.txt"
+    database.write_text("chr3\t5\t5\tA\tC\tout\nchr2\t40\t40\tC\tT\tin\nchr1\t500\t500\tG\tA\tout\n"
+                        "# a comment\nchr1\t15\t15\tA\tG\tin\nchr1\t10\t10\tA\tT\tin\n")
+    result, output, calls = identify(tmp_path, (script, commands), "--normal=n.bam", f"--hotspot-db={database}",
+                                     "--hotspot-options=-t 0.1 -S '-B -q 20'")
+    assert result.returncode == 0, result.stderr
+    assert steps(calls) == ["fisher", "hotspotCall", "realignment", "indel", "breakpoint"]
+    region_db = tmp_path / "work" / "hotspot_db.txt"
+    assert calls[1][1:] == ["-t", "0.1", "-S", "-B", "-q", "20", "t.bam", "n.bam",
+                            str(tmp_path / "work" / "hotspot.txt"), str(region_db)]
+    # Genomon's <db>.<i>: the rows inside the region, in its intervals' order, then by Start
+    assert [line.split("\t")[5] for line in region_db.read_text().splitlines()] == ["in"] * 3
+    assert [line.split("\t")[:2] for line in region_db.read_text().splitlines()] == [
+        ["chr1", "10"], ["chr1", "15"], ["chr2", "40"]]
+    assert calls[2][calls[2].index("-t") + 1] == str(tmp_path / "work" / "fisher_hotspot.txt")
+    rows = [row.split("\t") for row in output.read_text().splitlines()]
+    assert [(row[0], row[1]) for row in rows] == [("chr1", "10"), ("chr1", "15"), ("chr1", "20"), ("chr2", "40")]
+    # fisher's rows gain score(hotspot): the LOD where hotspotCall called the site too, else ---
+    assert (rows[0][5], rows[2][5], rows[1][18], rows[3][18]) == ("9.000", "---", "9.000", "9.000")
+
+
+def test_without_a_normal_the_hotspot_database_is_not_called(tmp_path, tools):
+    result, _, calls = identify(tmp_path, tools, "--hotspot-db=missing.txt")
+    assert result.returncode == 0, result.stderr
+    assert steps(calls) == ["fisher", "realignment"]

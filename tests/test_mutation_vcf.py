@@ -5,6 +5,7 @@ import io
 import subprocess
 
 import pysam
+import pytest
 
 from genomon_smk.tools import mutil
 from genomon_smk.steps.merge_mutation import header_columns, write_vcf
@@ -62,3 +63,24 @@ def test_filtered_vcf_passes_every_record(tmp_path):
     assert [filters for _, filters in records(out)] == [["PASS"]] * 3
     with pysam.VariantFile(str(out)) as vcf:
         assert list(vcf.header.samples) == ["T"]
+
+
+def test_hotspot_rows_have_the_column_after_fishers_the_hs_flag_the_lod_and_pass(tmp_path):
+    fasta = tmp_path / "ref.fa"
+    fasta.write_text(">chr1\n" + "A" * 100 + "\n")
+    pysam.faidx(str(fasta))
+    columns = header_columns(paired=True, with_panel=True, hotspot=True)
+    assert columns[columns.index("P-value(fisher)") + 1] == "score(hotspot)" and len(columns) == 33
+    assert header_columns(paired=False, with_panel=False, hotspot=True) == header_columns(False, False)
+    hot = pair_row(columns, 20, "0.5", "---", "0.1", 1, 3).split("\t")
+    hot[columns.index("score(hotspot)")] = "12.300"
+    rows = [pair_row(columns, 10, "5.0", "3.0", "6.0", 10, 0), "\t".join(hot)]
+    result = tmp_path / "result.txt"
+    result.write_text("\t".join(columns) + "\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "all.vcf.gz"
+    write_vcf(str(result), str(fasta), str(out), "T", "N", PARAMS)
+    assert records(out) == [(10, ["PASS"]), (20, ["PASS"])]  # mutil keeps hotspot rows whatever their scores
+    with pysam.VariantFile(str(out)) as vcf:
+        plain, hotspot = list(vcf)
+    assert "HS" not in plain.info and "LS" not in plain.info
+    assert hotspot.info["HS"] is True and hotspot.info["LS"] == pytest.approx(12.3)

@@ -1,5 +1,6 @@
 """The pair scenario through profiles/pjm-allocation on the PJM emulator (.test/pjm): ONE PJM job
-of two nodes, written and submitted by profiles/pjm-allocation/submit, runs Snakemake, which
+of two nodes, written and submitted by profiles/pjm-allocation/submit from a project directory
+outside the checkout, runs Snakemake there, which
 starts every rule job on a slot of that job with `mpiexec --vcoordfile FILE -n 1`. shared_tmp
 is the job's $PJM_SHAREDTMP, the reference is llio_transfer'd once at the start of the run and
 purged at its end, and the results equal the local run's.
@@ -16,9 +17,9 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import REPO, RUN_DIR, assert_same_pair_results, pair_targets, scenario_variant
+from conftest import REPO, assert_same_pair_results, pair_targets, scenario_variant
 from genomon_smk.plan.reference import reference_files
-from test_pjm_workflow import finished_jobs, pjm_env  # noqa: F401 (pjm_env: fixture)
+from test_pjm_workflow import finished_jobs, pjm_env, project_directory  # noqa: F401 (pjm_env: fixture)
 
 pytestmark = [pytest.mark.pjm, pytest.mark.workflow, pytest.mark.timeout(900)]
 
@@ -46,16 +47,19 @@ def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scen
                                                          tmp_path, monkeypatch):
     monkeypatch.setenv("FAKEPJM_KEEP_TMP", "1")  # keep the job's LLIO areas, to look into them afterwards
     monkeypatch.setenv("GENOMON_SMK_SLOTS_PER_NODE", str(SLOTS_PER_NODE))
-    config = scenario_variant(scenario_root, "config-pair", tmp_path, map={"threads": 1}, markdup={"threads": 1})
-    results = tmp_path / "results"
+    # From a project directory outside the checkout: the job runs Snakemake there, so the config
+    # is named relative to it.
+    project = project_directory(tmp_path)
+    scenario_variant(scenario_root, "config-pair", project, map={"threads": 1}, markdup={"threads": 1})
+    results = project / "results"
     log = tmp_path / "allocation.out"
     started = time.monotonic()
     submitted = subprocess.run(
-        ["bash", "profiles/pjm-allocation/submit", "-L", f"node={NODES},elapse=14:00",
+        ["bash", str(REPO / "profiles" / "pjm-allocation" / "submit"), "-L", f"node={NODES},elapse=14:00",
          "--llio", "sharedtmp-size=1Gi,localtmp-size=512Mi", "-o", str(log),
-         "--", "--configfile", str(config), "--seconds-between-status-checks", "1", "--latency-wait", "2",
+         "--", "--configfile", "config.yaml", "--seconds-between-status-checks", "1", "--latency-wait", "2",
          "--", *pair_targets(results)],
-        cwd=RUN_DIR, capture_output=True, text=True,
+        cwd=project, capture_output=True, text=True,
     )
     assert submitted.returncode == 0, submitted.stderr
     job = submitted.stdout.strip()
@@ -111,11 +115,12 @@ def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scen
 
 def test_submit_refuses_a_job_without_shared_temporary_storage_or_config(tmp_path):
     """shared_tmp lives in $PJM_SHAREDTMP: without --llio sharedtmp-size= the job could not run."""
-    no_llio = subprocess.run(["bash", "profiles/pjm-allocation/submit", "-L", "node=2", "--", "--configfile", "x.yaml"],
-                             cwd=RUN_DIR, capture_output=True, text=True)
+    submit = str(REPO / "profiles" / "pjm-allocation" / "submit")
+    no_llio = subprocess.run(["bash", submit, "-L", "node=2", "--", "--configfile", "x.yaml"],
+                             cwd=tmp_path, capture_output=True, text=True)
     assert no_llio.returncode == 2 and "sharedtmp-size" in no_llio.stderr and no_llio.stdout == ""
-    no_config = subprocess.run(["bash", "profiles/pjm-allocation/submit", "--llio", "sharedtmp-size=1Gi", "--",
-                                "-n"], cwd=RUN_DIR, capture_output=True, text=True)
+    no_config = subprocess.run(["bash", submit, "--llio", "sharedtmp-size=1Gi", "--", "-n"],
+                               cwd=tmp_path, capture_output=True, text=True)
     assert no_config.returncode == 2 and "--configfile" in no_config.stderr
 
 

@@ -1,7 +1,8 @@
 """The pair scenario through profiles/pjm (one PJM job per rule job) on the PJM emulator
 (.test/pjm) gives the local run's results, with the reference llio_transfer'd by every job that
 reads it; a job killed by its elapse limit and a job removed with pjdel are reported failed with
-their PJM codes, and a rerun completes.
+their PJM codes, and a rerun completes. Snakemake runs in a project directory outside the
+checkout, naming the workflow and the profile by relative paths.
 
 One Snakemake run (--keep-going, so everything that does not need the two stopped map jobs is
 done meanwhile) loses one map job to its elapse limit and one to pjdel; the rerun finishes the
@@ -14,11 +15,12 @@ import signal
 import subprocess
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import (REPO, RUN_DIR, SNAKEMAKE_MODULE, assert_same_pair_results, finish_interruptible, pair_targets,
+from conftest import (REPO, SNAKEMAKE_MODULE, assert_same_pair_results, finish_interruptible, pair_targets,
                       scenario_variant, write_config)
 from genomon_smk.plan.reference import reference_files
 
@@ -30,18 +32,33 @@ PJM_BIN = REPO / ".test" / "pjm" / "bin"
 TEST_MACHINE = ["--jobs", "6", "--seconds-between-status-checks", "1", "--latency-wait", "5"]
 
 
-def start_snakemake_from_repo(args, log_path):
-    """Start Snakemake from the repository root (the profile's paths are relative to it), output to log_path."""
+def project_directory(tmp_path):
+    """A user's project directory outside the checkout, where Snakemake runs."""
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    return project
+
+
+def profile_command(project):
+    """The workflow and profiles/pjm named as a user in `project` names them: by paths relative to
+    it (the profile's adapters must be found all the same), the storage fragment first."""
+    checkout = Path(os.path.relpath(REPO, project))
+    return ["--snakefile", str(checkout / "workflow" / "Snakefile"), "--profile", str(checkout / "profiles" / "pjm"),
+            "--configfile", str(checkout / "profiles" / "pjm" / "storage.yaml")]
+
+
+def start_snakemake(args, project, log_path):
+    """Start Snakemake in the project directory, output to log_path."""
     with open(log_path, "w") as log:
         return subprocess.Popen(
-            SNAKEMAKE_MODULE + args, cwd=RUN_DIR, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            SNAKEMAKE_MODULE + args, cwd=project, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
 
 
-def run_snakemake_from_repo(args, log_path, timeout):
-    """Run Snakemake from the repository root to the end; (exit code, output)."""
-    return finish_interruptible(start_snakemake_from_repo(args, log_path), log_path, timeout)
+def run_snakemake(args, project, log_path, timeout):
+    """Run Snakemake in the project directory to the end; (exit code, output)."""
+    return finish_interruptible(start_snakemake(args, project, log_path), log_path, timeout)
 
 
 def finished_jobs(env):
@@ -85,10 +102,10 @@ def wait_for_file(path, proc, timeout):
 def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env, testdata, scenario_root,
                                                                           request, tmp_path,
                                                                           monkeypatch):
-    config = scenario_variant(scenario_root, "config-pair", tmp_path, map={"threads": 1}, markdup={"threads": 1})
-    results = tmp_path / "results"
-    command = ["--profile", "profiles/pjm", "--configfile", "profiles/pjm/storage.yaml", str(config),
-               *TEST_MACHINE]
+    project = project_directory(tmp_path)
+    config = scenario_variant(scenario_root, "config-pair", project, map={"threads": 1}, markdup={"threads": 1})
+    results = project / "results"
+    command = [*profile_command(project), "config.yaml", *TEST_MACHINE]
 
     # 1. bwa of two map jobs sleeps first, each writing its PJM job id: tumor chunk 0000 outlives
     #    the 1-minute elapse limit of the map jobs (PJM kills it, PJM CODE 11), normal chunk 0000
@@ -105,9 +122,9 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     (slow / "bwa").chmod(0o755)
     with monkeypatch.context() as patch:
         patch.setenv("PATH", f"{slow}:{os.environ['PATH']}")
-        proc = start_snakemake_from_repo(
+        proc = start_snakemake(
             [*command, "--retries", "0", "--keep-going", "--set-resources", "map_reads:runtime=1", "--",
-             *pair_targets(results)], tmp_path / "killed.out")
+             *pair_targets(results)], project, tmp_path / "killed.out")
     removed = wait_for_file(slow / "normal.job", proc, timeout=300)
     assert removed, (tmp_path / "killed.out").read_text()[-3000:]
     subprocess.run(["pjdel", removed], check=True, capture_output=True)
@@ -130,7 +147,7 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     assert (tmp_path / "pjm-logs" / f"smk-map_reads.{killed[0]}.out").exists()  # PJM's own job output
 
     # 2. The rerun (normal limits, killed jobs' partial outputs gone) completes the pipeline.
-    rc, output = run_snakemake_from_repo([*command, "--", *pair_targets(results)], tmp_path / "rerun.out", timeout=500)
+    rc, output = run_snakemake([*command, "--", *pair_targets(results)], project, tmp_path / "rerun.out", timeout=500)
     assert rc == 0, output[-5000:]
     assert_same_pair_results(results, request)
 
@@ -199,13 +216,15 @@ def test_pjm_submit_drops_an_empty_group_and_creates_the_log_directory(pjm_env, 
 def test_the_pjm_profile_without_its_storage_fragment_is_warned_about(pjm_env, testdata, tmp_path):
     """profiles/pjm alone would keep node-local temporaries and the reference on the global file
     system: the plan says so loudly; with profiles/pjm/storage.yaml first it does not."""
-    config = write_config(tmp_path, testdata)
+    project = project_directory(tmp_path)
+    config = write_config(project, testdata)
     warning = "WARNING: PJM jobs, but storage.reference_staging is not llio_transfer"
     outputs = []
-    for fragment in ([], ["profiles/pjm/storage.yaml"]):
-        dry = subprocess.run([*SNAKEMAKE_MODULE, "--profile", "profiles/pjm", "--configfile", *fragment, str(config),
-                              "-n", "--quiet", "rules"], cwd=RUN_DIR, capture_output=True, text=True)
+    for fragment in ([], [str(REPO / "profiles" / "pjm" / "storage.yaml")]):
+        dry = subprocess.run([*SNAKEMAKE_MODULE, "--snakefile", str(REPO / "workflow" / "Snakefile"),
+                              "--profile", str(REPO / "profiles" / "pjm"), "--configfile", *fragment, str(config),
+                              "-n", "--quiet", "rules"], cwd=project, capture_output=True, text=True)
         assert dry.returncode == 0, dry.stderr[-3000:]
         outputs.append(dry.stdout + dry.stderr)
-    assert warning in outputs[0] and "--configfile profiles/pjm/storage.yaml" in outputs[0]
+    assert warning in outputs[0] and f"--configfile {REPO / 'profiles' / 'pjm' / 'storage.yaml'} " in outputs[0]
     assert "WARNING: PJM" not in outputs[1]

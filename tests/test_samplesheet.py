@@ -15,7 +15,7 @@ SCHEMAS = str(Path(__file__).resolve().parents[1] / "workflow" / "schemas")
 def fastqs(tmp_path):
     for name in ["t1", "t2", "n1", "p1"]:
         for mate in (1, 2):
-            (tmp_path / f"{name}_R{mate}.fq.gz").write_bytes(gzip.compress(b"@r1\nACGT\n+\nIIII\n"))
+            (tmp_path / f"{name}_R{mate}.fq.gz").write_bytes(gzip.compress(f"@{name}_r1/{mate}\nACGT\n+\nIIII\n".encode()))
     (tmp_path / "empty.fq").write_bytes(b"")
     return tmp_path
 
@@ -113,20 +113,21 @@ def test_a_name_that_would_not_fit_a_file_name_is_refused():
 def test_genomon_sheet_sections_bam_import_tofastq_qc_and_sv_detection(fastqs, tmp_path):
     import pysam
 
-    bam = fastqs / "x.bam"
-    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": "chr1", "LN": 1000}]}
-    with pysam.AlignmentFile(str(bam), "wb", header=header):
-        pass
-    pysam.index(str(bam))
+    bam, other = fastqs / "x.bam", fastqs / "y.bam"
+    for path, sample in ((bam, "converted"), (other, "imported")):  # two samples' data: two BAMs
+        header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": "chr1", "LN": 1000}], "RG": [{"ID": sample, "SM": sample}]}
+        with pysam.AlignmentFile(str(path), "wb", header=header):
+            pass
+        pysam.index(str(path))
     sheet = fastqs / "genomon.csv"
     sheet.write_text(
-        "[fastq]\ntumor,t1_R1.fq.gz,t1_R2.fq.gz\n[bam_tofastq]\nconverted,x.bam\n[bam_import]\nimported,x.bam\n"
+        "[fastq]\ntumor,t1_R1.fq.gz,t1_R2.fq.gz\n[bam_tofastq]\nconverted,x.bam\n[bam_import]\nimported,y.bam\n"
         "[mutation_call]\ntumor,imported,None\nconverted,None,None\n[sv_detection]\ntumor,imported,None\n"
         "[summary]\ntumor\n[controlpanel]\npanel1,converted\n"
     )
     cohort = load_cohort(SCHEMAS, genomon_sample_sheet=str(sheet))
     assert cohort.samples == ["tumor", "converted", "imported"] and cohort.mapped_samples == ["tumor", "converted"]
-    assert cohort.imported == {"imported": str(bam)} and cohort.bam_sources == {"converted": [str(bam)]}
+    assert cohort.imported == {"imported": str(other)} and cohort.bam_sources == {"converted": [str(bam)]}
     assert cohort.qc_samples == ["tumor"] and [p.normal for p in cohort.sv_pairs] == ["imported"]
     assert cohort.read_group("converted")["PL"] == "ILLUMINA"
     sheet.write_text("[fastq]\nx,t1_R1.fq.gz,t1_R2.fq.gz\n[bam_import]\nx,x.bam\nNone,x.bam\n[qc]\nghost\n")
@@ -204,7 +205,7 @@ def test_an_imported_bam_indexed_as_prefix_bai_is_accepted(fastqs):
     "text, message",
     [
         ("[bam_tofastq]\nc,x.bam;gone.bam\n", r"genomon.csv:2: field 'bam': BAM not found or not readable: .*gone.bam"),
-        ("[bam_tofastq]\nc,x.bam;x.bam\n", r"genomon.csv:2: field 'bam': a BAM is named twice"),
+        ("[bam_tofastq]\nc,x.bam;x.bam\n", r"genomon.csv:2: field 'bam': a file is named twice: .*x.bam"),
         ("[bam_tofastq]\nc,x.bam,extra\n", r"genomon.csv:2: \[bam_tofastq\] rows have 2 cells \(sample, BAM\), found 3"),
         ("[bam_import]\n\nc,other.bam\n", r"genomon.csv:3: field 'bam': BAM .*other.bam was mapped to another reference"),
         ("[bam_import]\nc,x.bam\n[bam_tofastq]\nc,x.bam\n", r"genomon.csv:4: sample 'c' is defined twice in \[bam_tofastq\] \(first at .*genomon.csv:2\)"),

@@ -61,7 +61,8 @@ def ran_jobs(results, rule):
 
 def test_every_scenario_directory_is_run_by_a_test():
     tested = {"config", "config-pair", "config-tumor-panel", "config-tumor-only", "config-shared-normal",
-              "config-panel-bams", "config-genomon-sheet", "config-trimmed"}
+              "config-panel-bams", "config-genomon-sheet", "config-trimmed",
+              "config-hotspot"}  # tests/test_hotspot_workflow.py
     assert set(SCENARIO_DIRS) == tested
 
 

@@ -4,8 +4,9 @@ module: the pytest-xdist workers take a module as one unit, and one Slurm serves
 What is proven here, on Debian's Slurm 22.05 without accounting (see `.test/slurm/README.md`):
 a plain `sbatch` job runs with a TMPDIR; Snakemake's `--executor slurm` (plugin 2.8.0) reports a
 failing rule with its SLURM status and cancels its jobs on SIGINT; start-slurm is idempotent. Then
-the pair scenario through profiles/slurm and profiles/slurm-allocation gives the local run's
-results; a cancelled Slurm job is reported and a rerun completes.
+the pair scenario through profiles/slurm and profiles/slurm-allocation, run from a project
+directory outside the checkout, gives the local run's results; a cancelled Slurm job is reported
+and a rerun completes.
 
 Snakemake is always started with SIGINT restored to its default: a process started in the background by a
 non-interactive shell inherits SIGINT as *ignored*, and SIGINT is the only signal that makes a waiting
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (REPO, RUN_DIR, START_SLURM, assert_same_pair_results, finish_interruptible, pair_targets,
+from conftest import (REPO, START_SLURM, assert_same_pair_results, finish_interruptible, pair_targets,
                       run_interruptible, scenario_variant, start_interruptible)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
@@ -207,11 +208,14 @@ def test_slurm_profile_reports_a_cancelled_job_and_its_rerun_gives_the_local_res
         slurm, scenario_root, request, tmp_path):
     """The pair scenario through profiles/slurm: a map job cancelled with scancel is reported
     failed (no retry in that run, --keep-going), and the rerun completes with the local results."""
-    config = scenario_variant(scenario_root, "config-pair", tmp_path, map={"threads": 1}, markdup={"threads": 1})
-    results = tmp_path / "results"
-    args = ["--profile", str(REPO / "profiles" / "slurm"), "--configfile", str(config), *TEST_CLUSTER, *BUNDLES]
+    # From a project directory outside the checkout, as the README suggests.
+    project = tmp_path / "project"
+    scenario_variant(scenario_root, "config-pair", project, map={"threads": 1}, markdup={"threads": 1})
+    results = project / "results"
+    args = ["--snakefile", str(REPO / "workflow" / "Snakefile"), "--profile", str(REPO / "profiles" / "slurm"),
+            "--configfile", "config.yaml", *TEST_CLUSTER, *BUNDLES]
     proc, log_path = start_interruptible([*args, "--retries", "0", "--keep-going", "--", *pair_targets(results)],
-                                         cwd=RUN_DIR, log_path=tmp_path / "first.out")
+                                         cwd=project, log_path=tmp_path / "first.out")
     cancelled = cancel_a_running_map_job(proc)
     rc, first = finish_interruptible(proc, log_path, timeout=600)
     assert cancelled, f"no map_reads job seen running:\n{first[-3000:]}"
@@ -219,7 +223,7 @@ def test_slurm_profile_reports_a_cancelled_job_and_its_rerun_gives_the_local_res
     # The map jobs run bundled (a group job): Snakemake names the cancelled Slurm job as failed.
     assert re.search(rf"\b{cancelled}\b", first) and "failed" in first, first[-3000:]
 
-    rc, rerun = run_interruptible([*args, "--", *pair_targets(results)], cwd=RUN_DIR, timeout=900,
+    rc, rerun = run_interruptible([*args, "--", *pair_targets(results)], cwd=project, timeout=900,
                                   log_path=tmp_path / "rerun.out")
     assert rc == 0, rerun[-5000:]
     # Every job went through Slurm (the profile's path names it, so look for the plugin's own line).
@@ -233,14 +237,17 @@ def test_slurm_profile_reports_a_cancelled_job_and_its_rerun_gives_the_local_res
 @pytest.mark.timeout(1500)
 def test_slurm_allocation_profile_runs_rule_jobs_as_steps_of_one_allocation(
         slurm, scenario_root, request, tmp_path):
-    config = scenario_variant(scenario_root, "config-pair", tmp_path, map={"threads": 1}, markdup={"threads": 1})
+    # From a project directory outside the checkout: the allocation runs Snakemake there, so the
+    # config is named relative to it.
+    project = tmp_path / "project"
+    scenario_variant(scenario_root, "config-pair", project, map={"threads": 1}, markdup={"threads": 1})
     log = tmp_path / "allocation.log"
     submitted = subprocess.run(
-        ["bash", "profiles/slurm-allocation/submit", "-N", "1", "-c", "2", "--mem=4000", f"--output={log}", "--",
-         "--configfile", str(config), "--set-resources", "map_reads:mem_mb=900", "markdup:mem_mb=900",
+        ["bash", str(REPO / "profiles" / "slurm-allocation" / "submit"), "-N", "1", "-c", "2", "--mem=4000",
+         f"--output={log}", "--", "--configfile", "config.yaml", "--set-resources", "map_reads:mem_mb=900", "markdup:mem_mb=900",
          "merge_bam:mem_mb=900", "identify_mutations:mem_mb=900", "--default-resources", "mem_mb=600", "--latency-wait", "5",
-         "--", *pair_targets(tmp_path / "results")],
-        cwd=RUN_DIR, capture_output=True, text=True,
+         "--", *pair_targets(project / "results")],
+        cwd=project, capture_output=True, text=True,
     )
     assert submitted.returncode == 0, submitted.stderr
     job_id = submitted.stdout.strip()
@@ -260,4 +267,4 @@ def test_slurm_allocation_profile_runs_rule_jobs_as_steps_of_one_allocation(
     assert re.search(r"(\d+) of \1 steps \(100%\) done", output)
     # Rule jobs ran as job steps of this one allocation (polled while it ran; most are seen).
     assert len(steps_seen) >= 15, steps_seen
-    assert_same_pair_results(tmp_path / "results", request)
+    assert_same_pair_results(project / "results", request)

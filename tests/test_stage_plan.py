@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import run_snakemake, write_config
+from conftest import REPO, SCENARIO_DIRS, run_snakemake, write_config
 from genomon_smk.plan.stage_plan import (
     STAGES,
     TARGET_RULE,
@@ -170,8 +170,6 @@ def test_stage_plan_counts_imported_and_converted_samples_as_snakemake_does(tmp_
     [sv_detection] ...), its BAMs stood in for by header-only ones and pon3 given as two BAMs."""
     import shutil
 
-    from conftest import REPO
-
     (tmp_path / "data").symlink_to(testdata, target_is_directory=True)
     scenario = tmp_path / "config-genomon-sheet"
     shutil.copytree(REPO / ".test" / "config-genomon-sheet", scenario)
@@ -197,3 +195,41 @@ def test_stage_plan_counts_imported_and_converted_samples_as_snakemake_does(tmp_
     assert (snakemake["sv_parse"], snakemake["sv_merge_control"], snakemake["sv_filt"]) == (4, 2, 4)
     # Post-analysis: one merge per kind of table, and the report.
     assert [snakemake[rule] for rule in ("post_analysis_mutation", "post_analysis_sv", "post_analysis_qc", "paplot")] == [1] * 4
+
+
+# Cohorts of imported BAMs only, as Genomon sheets (their BAMs stood in for as above): no map job,
+# so no region table; without a pair no mutation job either, so no staged reference.
+IMPORTED_ONLY = {
+    "imported-pair": "[bam_import]\nnormal,../results/bam/normal/normal.markdup.bam\n"
+                     "pon1,../results/bam/pon1/pon1.markdup.bam\n\n[mutation_call]\npon1,normal,None\n",
+    "imported-qc-only": "[bam_import]\nnormal,../results/bam/normal/normal.markdup.bam\n",
+}
+
+
+def scenario_copy(tmp_path, testdata, name):
+    """A .test scenario (or an IMPORTED_ONLY sheet in the Genomon-sheet scenario) beside a `data`
+    link, with header-only BAMs for the default scenario's results that it names; its config."""
+    import shutil
+
+    (tmp_path / "data").symlink_to(testdata, target_is_directory=True)
+    scenario = tmp_path / "scenario"
+    shutil.copytree(REPO / ".test" / ("config-genomon-sheet" if name in IMPORTED_ONLY else name), scenario)
+    if name in IMPORTED_ONLY:
+        (scenario / "sample_sheet.csv").write_text(IMPORTED_ONLY[name])
+    for bam in {bam for path in scenario.iterdir() if path.suffix in (".yaml", ".csv", ".tsv")
+                for bam in re.findall(r"\.\./results/\S+?\.bam", path.read_text())}:
+        header_only_bam(scenario / bam, testdata / "ref" / "genome.fa.fai")
+    return scenario / "config.yaml"
+
+
+@pytest.mark.workflow
+@pytest.mark.parametrize("name", [*SCENARIO_DIRS, *IMPORTED_ONLY])
+def test_stage_plan_totals_equal_snakemakes_in_every_scenario(tmp_path, testdata, name):
+    """The stage plan of a first run counts, rule by rule, the jobs of Snakemake's dry run."""
+    result = run_snakemake(scenario_copy(tmp_path, testdata, name), "-n", "--quiet", "rules")
+    stages, rules = printed_plan(result.stderr)
+    snakemake = job_stats(result.stdout + result.stderr)
+    assert rules == {rule: count for rule, count in snakemake.items() if rule != TARGET_RULE}
+    assert stages == stage_jobs(snakemake)
+    total = re.search(r"^  total \(with rule all\) +(\d+)", result.stderr, flags=re.M)
+    assert int(total.group(1)) == sum(snakemake.values())

@@ -260,6 +260,27 @@ def test_truth_vcfs(data, meta):
         assert not any((v.chrom, p) in germ for p in range(v.pos, v.pos + len(v.ref)))
 
 
+def test_hotspot_database_names_the_planted_subclonal_snvs_and_unmutated_sites(data, meta):
+    rows = [line.split("\t") for line in (data / "hotspot_database.txt").read_text().splitlines()]
+    assert len(rows) == meta["counts"]["hotspot_database_rows"] and {len(row) for row in rows} == {7}
+    kinds = {kind: [tuple(row[:5]) for row in rows if row[6] == kind] for kind in
+             ("planted", "other_alt", "decoy", "germline", "mnv")}
+    assert sum(map(len, kinds.values())) == len(rows) and all(kinds.values())
+    planted = list(pysam.VariantFile(str(data / "truth" / "hotspot.vcf.gz")))
+    assert len(planted) == meta["counts"]["hotspot_snv"] >= 10
+    assert {(v.chrom, str(v.pos), str(v.pos), v.ref, v.alts[0]) for v in planted} == set(kinds["planted"])
+    assert {round(v.info["VAF"], 4) for v in planted} == {0.12}
+    germline = {(v.chrom, v.pos, v.ref, v.alts[0]) for v in pysam.VariantFile(str(data / "truth" / "germline.vcf.gz"))}
+    assert {(c, int(s), r, a) for c, s, _, r, a in kinds["germline"]} <= germline
+    # the planted and decoy sites keep 300 bp from every other somatic, artifact or hotspot site
+    others = [(v.chrom, v.pos) for name in ("somatic", "artifacts") for v in pysam.VariantFile(str(data / "truth" / f"{name}.vcf.gz"))]
+    sites = sorted({(c, int(s)) for c, s, *_ in kinds["planted"] + kinds["decoy"]})
+    for chrom, pos in sites:
+        assert all(c != chrom or abs(p - pos) >= 300 for c, p in others + [x for x in sites if x != (chrom, pos)])
+    assert [row[:3] for row in rows] == sorted((row[:3] for row in rows),
+                                               key=lambda r: (r[0], int(r[1]), int(r[2])))
+
+
 def test_bcftools_norm_leaves_truth_unchanged(data):
     """The truth is already left-aligned: normalising again changes no record."""
     for name in ("somatic", "artifacts", "germline"):

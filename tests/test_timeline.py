@@ -5,10 +5,13 @@ import csv
 import os
 import random
 import re
+import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from conftest import run_snakemake, scenario_variant
 
 from genomon_smk.steps.timeline import (
     JobRecord,
@@ -141,6 +144,41 @@ def test_cli_writes_the_chart_the_records_and_the_same_title(tmp_path):
     assert len(out["tsv"].read_text().splitlines()) == 1 + 5
 
 
+def summary_of(path):
+    return dict(line.split("\t") for line in Path(path).read_text().splitlines()[1:])
+
+
+def test_a_rerun_draws_only_its_own_jobs(tmp_path):
+    """The first run's files stay in the directory; the rerun, 13 minutes later, reran two jobs:
+    its chart has those two, over their own 30 s, and says it is this run's."""
+    bench = tmp_path / "bench"
+    for i in range(6):
+        write_benchmark(bench, "map_reads", f"s/{i:04d}", [60.0], end=1060.0 + 60 * i)
+    write_benchmark(bench, "map_reads", "s/0002", [20.0], end=2200.0)  # rerun of a map job
+    write_benchmark(bench, "merge_mutation", "t", [10.0], end=2230.0)
+    out = tmp_path / "t"
+    assert main(["--benchmarks", str(bench), "--run-started", "2150", "--slots", "2", "--svg", f"{out}.svg",
+                 "--tsv", f"{out}.jobs.tsv", "--summary", f"{out}.summary.tsv"]) == 0
+    assert [(job["rule"], job["name"]) for job in read_jobs(f"{out}.jobs.tsv")] == [
+        ("map_reads", "s/0002"), ("merge_mutation", "t")]
+    summary = summary_of(f"{out}.summary.tsv")
+    assert (summary["jobs"], summary["makespan_s"], summary["busy_slot_s"]) == ("2", "50.000", "30.000")
+    assert summary["title"].startswith("this run: 2 jobs on 2 slots in 50 s: utilisation 30.0 %")
+    assert summary["title"] in Path(f"{out}.svg").read_text()
+    # Without --run-started every file is drawn, and the title does not claim one run.
+    assert main(["--benchmarks", str(bench), "--summary", f"{out}.all.tsv"]) == 0
+    assert summary_of(f"{out}.all.tsv")["title"].startswith("7 jobs on ")
+
+
+def test_a_run_that_only_redraws_the_chart_draws_an_empty_one(tmp_path):
+    write_benchmark(tmp_path / "bench", "map_reads", "s/0000", [60.0], end=1060.0)
+    out = tmp_path / "t"
+    assert main(["--benchmarks", str(tmp_path / "bench"), "--run-started", "2000", "--png", f"{out}.png",
+                 "--tsv", f"{out}.jobs.tsv", "--summary", f"{out}.summary.tsv"]) == 0
+    assert summary_of(f"{out}.summary.tsv")["title"].startswith("this run: 0 jobs")
+    assert len(read_jobs(f"{out}.jobs.tsv")) == 0 and Path(f"{out}.png").stat().st_size > 0
+
+
 # --- the chart of the shared test run
 
 
@@ -192,3 +230,25 @@ def test_the_run_draws_its_timeline_last_with_every_job_and_true_figures(pipelin
     own = pipeline_run / "benchmarks" / "utilisation_timeline" / "all.tsv"
     own_seconds = float(own.read_text().splitlines()[1].split("\t")[0])
     assert own.stat().st_mtime - own_seconds >= max(ends) - 1.0
+
+
+@pytest.mark.workflow
+def test_a_rerun_of_a_few_jobs_draws_those_jobs_only(pipeline_run, scenario_root, tmp_path):
+    """A copy of the shared run (its benchmark files with their times) loses one sample's coverage
+    table; the rerun's timeline draws the jobs that rerun, not the first run's."""
+    import shutil
+
+    results = tmp_path / "results"
+    shutil.copytree(pipeline_run, results, symlinks=True)  # copies, with their modification times
+    (results / "qc" / "tumor" / "tumor.coverage.tsv").unlink()
+    config = scenario_variant(scenario_root, "config", tmp_path)
+    started = time.time()
+    run_snakemake(config)
+    rerun = {(p.relative_to(results / "logs").parts[0], str(p.relative_to(results / "logs").with_suffix(""))
+              .split("/", 1)[1]) for p in (results / "logs").rglob("*.log") if p.stat().st_mtime >= started}
+    rerun.discard(("utilisation_timeline", "all"))
+    assert ("coverage", "tumor") in rerun and len(rerun) < 5, rerun
+    jobs = read_jobs(results / "qc" / "timeline" / "timeline.jobs.tsv")
+    assert {(job["rule"], job["name"]) for job in jobs} == rerun
+    title = summary_of(results / "qc" / "timeline" / "timeline.summary.tsv")["title"]
+    assert title.startswith(f"this run: {len(rerun)} jobs on 2 slots"), title

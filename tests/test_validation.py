@@ -168,7 +168,7 @@ UNSAFE_NAMES = {
 def fastq_pair(directory, name):
     """A FASTQ pair of `name` (content is the split's business; the sheet check needs files)."""
     for mate in (1, 2):
-        (directory / f"{name}_R{mate}.fq").write_text(f"@r1/{mate}\nACGT\n+\nIIII\n")
+        (directory / f"{name}_R{mate}.fq").write_text(f"@{name}_r1/{mate}\nACGT\n+\nIIII\n")  # distinct data: copies are refused
     return f"{name}_R1.fq", f"{name}_R2.fq"
 
 

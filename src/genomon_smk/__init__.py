@@ -1,4 +1,9 @@
-"""genomon-smk: glue for the Genomon Snakemake workflow and clean-room Genomon mutation tools."""
+"""genomon-smk: glue for the Genomon Snakemake workflow and clean-room Genomon mutation tools.
+
+Deliberate difference from upstream Genomon (docs/differences.md): :func:`tool_version` names
+genomon_smk in each tool's ``--version``, so Genomon's meta line says which implementation made
+a file.
+"""
 
 __version__ = "0.1.0"
 

@@ -19,6 +19,8 @@ rule import_bam:
     conda:
         "../../envs/python.yaml"
     params:
+        # Not in the command: a BAM replaced under its name changes it, and the sample reruns.
+        inputs_held=lambda wildcards: sample_fingerprint(wildcards.sample),
         # The index beside the BAM, as `samtools index` names it (x.bam.bai) or as Picard does (x.bai).
         bai=lambda wildcards, input: next(
             index

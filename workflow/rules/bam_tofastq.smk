@@ -29,14 +29,15 @@ rule bam_to_fastq:
     params:
         work_dir_setup=work_dir_setup("bam_to_fastq"),
     shell:
-        # Primary records only (no secondary or supplementary), grouped by name (collate's
+        # Primary records that passed QC only (no secondary, supplementary or QC-failed: 0xB00,
+        # Genomon's exclude=QCFAIL,SECONDARY,SUPPLEMENTARY), grouped by name (collate's
         # temporaries in $work), names without /1 /2; duplicate flags are ignored (markdup marks
         # again). Reads whose mate is not in this BAM cannot be mapped as pairs: dropped, as
         # Genomon's bamtofastq does. Level 1: the files live only until the split has read them.
         """
         {params.work_dir_setup} {log:q}
         (
-            samtools view -u -F 0x900 {input.bam:q} \
+            samtools view -u -F 0xB00 {input.bam:q} \
                 | samtools collate -@ {threads} -u -O - "$work/collate" \
                 | samtools fastq -@ {threads} -n -c 1 -1 {output.fq1:q} -2 {output.fq2:q} \
                     -0 /dev/null -s /dev/null -

@@ -10,7 +10,13 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
-from genomon_smk.plan.config_check import config_problems, key_problem
+from genomon_smk.plan.config_check import (
+    config_problems,
+    key_problem,
+    quoted_options,
+    value_at,
+)
+from genomon_smk.plan.hotspot import hotspot_db_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
 from genomon_smk.plan.regions import mutation_regions, regions_of
@@ -56,6 +62,12 @@ validate(config, SCHEMAS / "config.schema.yaml", set_default=True)
 config["priorities"] = {**PRIORITIES, **config["priorities"]}
 
 
+def config_options(*key):
+    """A free-text options key (map.bwa_params, sv_filt.params, ...) as quoted shell words: the
+    one way every job gets them (each was split once already, by the config check)."""
+    return quoted_options(value_at(config, key))
+
+
 def config_path(value):
     """A path from the config: $VARs and ~ expanded, relative ones resolved against the config file's directory."""
     return str((CONFIG_DIR / os.path.expanduser(os.path.expandvars(value))).resolve())
@@ -84,6 +96,9 @@ SIMPLE_REPEAT = (
     if config["simple_repeat_db"]
     else None
 )
+# Genomon's hotspot database: hotspotCall for every pair with a matched normal, and `mutil filter`
+# keeps the rows it names (rules/identify_mutations.smk, rules/merge_mutation.smk).
+HOTSPOT_DB = config_path(config["hotspot_db"]) if config["hotspot_db"] else None
 # What the set-up rules build, by rule (rules/reference.smk; counted by the plans).
 SETUP_OUTPUTS = setup_outputs(REFERENCE_PLAN, SIMPLE_REPEAT)
 # The set-up rules with work left: some output missing (the rest an earlier run built).
@@ -124,6 +139,20 @@ try:
     # would fail its set-up job or leave every simple-repeat column empty.
     if "simple_repeat_db" in SETUP_PENDING:
         problems = simple_repeat_table_problems(SIMPLE_REPEAT.source, CONTIGS)
+        if problems:
+            raise InputError("\n".join(problems))
+    # Read whole once: a malformed row, or a contig the reference lacks (another build's names),
+    # would fail or silently empty every hotspot job.
+    if HOTSPOT_DB:
+        problems = (
+            hotspot_db_problems(HOTSPOT_DB, CONTIGS)
+            if os.path.isfile(HOTSPOT_DB)
+            else [
+                key_problem(
+                    ("hotspot_db",), f"file not found: {HOTSPOT_DB}", CONFIG_FILES
+                )
+            ]
+        )
         if problems:
             raise InputError("\n".join(problems))
     COHORT = load_cohort(

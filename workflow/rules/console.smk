@@ -7,6 +7,7 @@ away."""
 import logging
 import time
 
+from snakemake.settings.enums import Quietness
 from snakemake_interface_logger_plugins.common import LogEvent
 
 from genomon_smk.plan.console import PairFiles, job_line, summary
@@ -41,8 +42,9 @@ def print_run_summary(dry_run):
 
 class ConciseJobInfo(logging.Filter):
     """Snakemake's job-info block as one line (dropped in a dry run), its finished message on
-    one line, and no scheduler chatter, unless -p or --verbose asks for all of it. A job's error
-    block is left as it is."""
+    one line, no scheduler chatter and no line per temporary file removed (a cohort has
+    thousands), unless -p or --verbose asks for all of it. A job's error block is left as it
+    is."""
 
     CHATTER = "Select jobs to execute..."
 
@@ -55,6 +57,8 @@ class ConciseJobInfo(logging.Filter):
         settings = workflow.output_settings
         if settings.printshellcmds or settings.verbose:
             return True
+        if getattr(record, "quietness", None) == Quietness.RULES:
+            return False  # "Removing temporary output ...", "Would remove temporary output ..."
         event = getattr(record, "event", None)
         if event == LogEvent.JOB_INFO:
             if workflow.dryrun:

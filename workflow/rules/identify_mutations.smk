@@ -1,6 +1,7 @@
-"""Identify mutations: per pair and region, fisher -> realignment -> indel -> breakpoint ->
-simplerepeat -> EBFilter, as Genomon chains them (tumor-only pairs: fisher single ->
-realignment -> simplerepeat; EBFilter only when the pair names a control panel)."""
+"""Identify mutations: per pair and region, fisher -> [hotspotCall -> mutil merge_hotspot] ->
+realignment -> indel -> breakpoint -> simplerepeat -> EBFilter, as Genomon chains them (the
+hotspot call only with a hotspot database; tumor-only pairs: fisher single -> realignment ->
+simplerepeat; EBFilter only when the pair names a control panel)."""
 
 
 rule identify_mutations:
@@ -9,6 +10,7 @@ rule identify_mutations:
         indexes=lambda wildcards: with_indexes(pair_bams(wildcards.tumor)),
         staged=rules.stage_reference.output[0],
         simple_repeat=SIMPLE_REPEAT.files if SIMPLE_REPEAT else [],
+        hotspot_db=hotspot_db_input,
     output:
         temp(tier_file("identify_mutations", "mutation/{tumor}/{region}.txt")),
     log:
@@ -30,15 +32,23 @@ rule identify_mutations:
         panel=lambda wildcards, input: [
             bam for name, bam in input.items() if name.startswith("panel")
         ],
-        fisher=lambda wildcards: config["fisher_mutation_call"][
-            "pair_params" if PAIRS[wildcards.tumor].normal else "single_params"
-        ],
-        realignment=config["realignment_filter"]["params"],
-        indel=config["indel_filter"]["params"],
-        breakpoint=config["breakpoint_filter"]["params"],
-        eb=(
-            f"-q {config['eb_filter']['map_quality']} -Q {config['eb_filter']['base_quality']}"
-            f" --ff {config['eb_filter']['filter_flags']}"
+        fisher=lambda wildcards: config_options(
+            "fisher_mutation_call",
+            "pair_params" if PAIRS[wildcards.tumor].normal else "single_params",
+        ),
+        hotspot=config_options("hotspot_call", "params"),
+        hotspot_db=lambda wildcards, input: (
+            input.hotspot_db[0] if input.hotspot_db else ""
+        ),
+        realignment=config_options("realignment_filter", "params"),
+        indel=config_options("indel_filter", "params"),
+        breakpoint=config_options("breakpoint_filter", "params"),
+        eb=shlex.join(
+            [
+                *("-q", str(config["eb_filter"]["map_quality"])),
+                *("-Q", str(config["eb_filter"]["base_quality"])),
+                *("--ff", config["eb_filter"]["filter_flags"]),
+            ]
         ),
         simple_repeat_db=lambda wildcards, input: (
             input.simple_repeat[0] if input.simple_repeat else ""
@@ -56,6 +66,7 @@ rule identify_mutations:
             {params.python} -m genomon_smk.steps.identify_mutations --tumor {input.tumor:q} \
                 --normal={params.normal:q} --panel {params.panel:q} --reference "$reference" \
                 --intervals {params.intervals:q} --simple-repeat-db={params.simple_repeat_db:q} \
+                --hotspot-db={params.hotspot_db:q} --hotspot-options={params.hotspot:q} \
                 --work-dir "$work" --output {output:q} --tools {params.tools:q} \
                 --fisher-options={params.fisher:q} --realignment-options={params.realignment:q} \
                 --indel-options={params.indel:q} --breakpoint-options={params.breakpoint:q} \

@@ -82,7 +82,7 @@ rule map_reads:
     params:
         python=PYTHON,
         read_group=read_group,
-        bwa_params=config["map"]["bwa_params"],
+        bwa_params=config_options("map", "bwa_params"),
         batch_bases=config["map"]["batch_bases"],
         work_dir_setup=work_dir_setup("map"),
         cache=TIER_WORDS["cache"],

@@ -34,6 +34,7 @@ rule merge_mutation:
             for flag, on in (
                 ("--paired", PAIRS[wildcards.tumor].normal),
                 ("--panel", PAIRS[wildcards.tumor].panel),
+                ("--hotspot", HOTSPOT_DB and PAIRS[wildcards.tumor].normal),
             )
             if on
         ),
@@ -58,6 +59,7 @@ rule filter_mutation:
     input:
         result=rules.merge_mutation.output.result,
         reference=REFERENCE,
+        hotspot_db=[HOTSPOT_DB] if HOTSPOT_DB else [],
     output:
         filtered=mutation_result("{tumor}", ".filt.txt"),
         vcf=mutation_result("{tumor}", ".filt.vcf.gz"),
@@ -75,9 +77,16 @@ rule filter_mutation:
         "../../envs/python.yaml"
     params:
         python=PYTHON,
-        mutil=lambda wildcards: config["mutation_util"][
-            "pair_params" if PAIRS[wildcards.tumor].normal else "single_params"
-        ],
+        # With a hotspot database, the rows it names are kept (tumor-only pairs too, as Genomon).
+        mutil=lambda wildcards, input: config_options(
+            "mutation_util",
+            "pair_params" if PAIRS[wildcards.tumor].normal else "single_params",
+        )
+        + (
+            f" --hotspot_db {shlex.quote(input.hotspot_db[0])}"
+            if input.hotspot_db
+            else ""
+        ),
         normal=lambda wildcards: (
             f"--normal {PAIRS[wildcards.tumor].normal}"
             if PAIRS[wildcards.tumor].normal

@@ -5,6 +5,7 @@ results, the mutation tools' command lines, wildcard constraints and the timelin
 import re
 import shutil
 
+from genomon_smk.plan.input_identity import fingerprint
 from genomon_smk.plan.samplesheet import Lane
 
 
@@ -27,6 +28,21 @@ def sample_lanes(sample):
             lanes.append(Lane(sample, fq1, fq2, group["PL"], group["LB"], None))
         return lanes
     return COHORT.lanes[sample]
+
+
+def sample_fingerprint(sample):
+    """What a sample's own input files hold (its FASTQs, [bam_tofastq] BAMs or [bam_import]
+    BAM), for the params of split_fastq and import_bam (whose outputs outlive the run, so
+    Snakemake keeps their params). A file replaced under its name by one with an older date
+    (cp -p, rsync -a) reruns the sample; a [bam_tofastq] sample's split reruns bam_to_fastq.
+    """
+    if sample in COHORT.imported:
+        return fingerprint([IMPORTED_BAMS[sample]])
+    if sample in COHORT.bam_sources:
+        return fingerprint(COHORT.bam_sources[sample])
+    return fingerprint(
+        path for lane in COHORT.lanes.get(sample, []) for path in (lane.fq1, lane.fq2)
+    )
 
 
 def converted_parts(sample):
@@ -80,12 +96,14 @@ def mutation_result(tumor, suffix):
 
 
 def mutation_tools():
-    """The mutation tools' commands: ours, run by this interpreter, or upstream's from PATH."""
+    """The mutation tools' commands: ours, run by this interpreter, or upstream's from PATH
+    (hotspotCall only with a hotspot database)."""
     modules = {
         "fisher": "fisher",
         "mutfilter": "mutfilter",
         "EBFilter": "ebfilter",
         "mutil": "mutil",
+        **({"hotspotCall": "hotspot"} if HOTSPOT_DB else {}),
     }
     if config["mutation_tools"] == "builtin":
         return {
@@ -119,6 +137,11 @@ def pair_bams(tumor):
     for index, member in enumerate(COHORT.panels.get(pair.panel, [])):
         bams[f"panel{index}"] = member if member.endswith(".bam") else final_bam(member)
     return bams
+
+
+def hotspot_db_input(wildcards):
+    """The hotspot database, for a pair with a matched normal (Genomon calls hotspots only there)."""
+    return [HOTSPOT_DB] if HOTSPOT_DB and PAIRS[wildcards.tumor].normal else []
 
 
 def with_indexes(bams):

@@ -5,7 +5,7 @@ the panels, imported BAMs, PJM storage and the SV annotation's contig names."""
 from genomon_smk.plan import panel_power
 from genomon_smk.plan.reference import sv_annotation_naming_problem
 from genomon_smk.plan.console import PlanWarning
-from genomon_smk.plan.samplesheet import imported_name_warnings
+from genomon_smk.plan.samplesheet import imported_name_warnings, panel_normal_warnings
 from genomon_smk.plan.stage_plan import CohortShape, stage_table, stagger_delays
 from genomon_smk.plan.storage_plan import (
     BAM_PER_FASTQ,
@@ -207,10 +207,14 @@ def pjm_storage_warnings():
         gaps.append("storage.paths.node_local is not $PJM_LOCALTMP")
     if not gaps:
         return []
+    # By its absolute path: the run may be in a project directory, not the checkout.
+    fragment = os.path.normpath(
+        os.path.join(workflow.basedir, "..", "profiles", "pjm", "storage.yaml")
+    )
     return [
         f"WARNING: PJM jobs, but {' and '.join(gaps)}: node-local temporaries and the reference stay "
-        "on the global file system. Put the profile's storage fragment first: --configfile "
-        "profiles/pjm/storage.yaml my/config.yaml"
+        f"on the global file system. Put the profile's storage fragment first: --configfile "
+        f"{fragment} my/config.yaml"
     ]
 
 
@@ -230,6 +234,7 @@ PLAN_WARNINGS = (
     + [
         PlanWarning(message)
         for message in imported_name_warnings(COHORT)
+        + panel_normal_warnings(COHORT)
         + pjm_storage_warnings()
         + sv_annotation_warnings()
     ]

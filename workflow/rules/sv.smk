@@ -29,7 +29,7 @@ rule sv_parse:
         **FACTS["sv_parse"].resources,
     params:
         genomon_sv=sv_tool("GenomonSV"),
-        options=config["sv_parse"]["params"],
+        options=config_options("sv_parse", "params"),
         # GenomonSV writes its sort files beside the prefix: in the job's work directory, and
         # the four results move into sv/{sample}/ only once all are written.
         work_dir_setup=work_dir_setup("sv_parse"),
@@ -62,7 +62,7 @@ rule sv_merge_control:
         "../../envs/sv.yaml"
     params:
         genomon_sv=sv_tool("GenomonSV"),
-        options=config["sv_merge"]["params"],
+        options=config_options("sv_merge", "params"),
         # Genomon's control_info.txt: label<TAB>parse prefix, one line per panel member.
         members=lambda wildcards: [
             f"{name}\t{sv_prefix(name)}" for name in SV_PANELS[wildcards.panel]
@@ -103,7 +103,7 @@ rule sv_filt:
         genomon_sv=sv_tool("GenomonSV"),
         sv_utils=sv_tool("sv_utils"),
         controls=sv_filt_controls,
-        options=f"{config['sv_filt']['params']} {SV_ANNOTATION}",
+        options=f"{config_options('sv_filt', 'params')} {SV_ANNOTATION}",
         work_dir_setup=work_dir_setup("sv_filt"),
     shell:
         """
@@ -141,7 +141,7 @@ rule sv_utils_filter:
         "../../envs/sv.yaml"
     params:
         sv_utils=sv_tool("sv_utils"),
-        options=f"{config['sv_filt']['sv_utils_params']} {SV_ANNOTATION}",
+        options=f"{config_options('sv_filt', 'sv_utils_params')} {SV_ANNOTATION}",
     shell:
         """
         (

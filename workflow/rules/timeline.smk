@@ -1,8 +1,17 @@
 """Throughput: the run's utilisation timeline (the Fugaku paper's Figs. 7-11), one line per slot
-and one bar per job coloured by stage, drawn last from every job's benchmark file. Included after
-every other rule: its input is FINAL_TARGETS, and it reads the other rules' threads."""
+and one bar per job coloured by stage, drawn last from the benchmark files of this run's jobs.
+Included after every other rule: its input is FINAL_TARGETS, and it reads the other rules'
+threads."""
+
+import time
 
 TIMELINE_PREFIX = f"{OUTPUT_DIR}/qc/timeline/timeline"
+
+# The timeline draws this run's jobs only (earlier runs' benchmark files stay): the moment the
+# run started, for its local job's shell. Not a param: it changes every run, and a changed param
+# would rerun the timeline of a finished run.
+if workflow.is_main_process:
+    os.environ.update(GENOMON_SMK_RUN_STARTED=f"{time.time():.3f}")
 
 
 # Both read after every other rule is defined (functions in paths.smk).
@@ -52,7 +61,8 @@ rule utilisation_timeline:
     shell:
         """
         {params.work_dir_setup} {log:q}
-        {params.python} -m genomon_smk.steps.timeline --benchmarks {params.benchmarks:q} {params.slots} \
+        {params.python} -m genomon_smk.steps.timeline --benchmarks {params.benchmarks:q} \
+            --run-started "$GENOMON_SMK_RUN_STARTED" {params.slots} \
             --threads {params.threads} --png {output.png:q} --svg {output.svg:q} \
             --tsv {output.tsv:q} --summary {output.summary:q} >{log:q} 2>&1
         """

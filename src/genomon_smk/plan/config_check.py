@@ -1,10 +1,20 @@
 """The config checked against its schema, with one short message per problem naming the config
 file, the line and the key (and, for a misspelled key, the key it probably meant), instead of
-jsonschema's dump of the whole schema."""
+jsonschema's dump of the whole schema; and the one way a free-text options key reaches a tool.
+
+Config is not code: an options key (the schema's `$defs/options`, e.g. map.bwa_params) is split
+into words as a shell would split it and every word is quoted again (`quoted_options`), so
+`$(...)`, `;` and backquotes reach the tool as text and never run. A value that cannot be split
+(an unbalanced quote) is refused before any job, naming the key.
+
+Deliberate difference from upstream Genomon (docs/differences.md): Genomon writes its params
+into each job's shell script as they are.
+"""
 
 from __future__ import annotations
 
 import difflib
+import shlex
 
 import jsonschema
 import yaml
@@ -43,15 +53,62 @@ def describe(error: jsonschema.ValidationError) -> tuple[tuple[str, ...], str]:
     return path, error.message
 
 
+OPTIONS_REF = "#/$defs/options"
+
+
+def option_keys(schema: dict, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The key paths of every free-text options key (schema `$ref: #/$defs/options`)."""
+    keys = []
+    for name, sub in schema.get("properties", {}).items():
+        if sub.get("$ref") == OPTIONS_REF:
+            keys.append(prefix + (name,))
+        else:
+            keys += option_keys(sub, prefix + (name,))
+    return keys
+
+
+def quoted_options(text: str) -> str:
+    """An options value as shell words: split as a shell splits it, each word quoted again, so
+    that a word is passed as text and nothing in it runs (raises ValueError: unbalanced quote)."""
+    return shlex.join(shlex.split(text))
+
+
+def option_problem(text: object) -> str | None:
+    """Why an options value cannot be passed as words, or None."""
+    if not isinstance(text, str):
+        return None  # the schema reports the type
+    try:
+        shlex.split(text)
+    except ValueError as error:
+        return f"cannot be split into options as a shell would ({error}): {text!r}; balance its quotes"
+    return None
+
+
+def value_at(config: dict, path: tuple[str, ...]) -> object:
+    """The value at a key path, or None when a key on the way is not set."""
+    for key in path:
+        if not isinstance(config, dict) or key not in config:
+            return None
+        config = config[key]
+    return config
+
+
 def config_problems(config: dict, schema: dict, config_files: list[str]) -> list[str]:
-    """Every schema problem of `config`, as `FILE:LINE: key 'a.b': message`; the line is looked
-    up in the last config file that sets the key (later files override earlier ones)."""
+    """Every schema problem of `config` and every options value that cannot be split, as
+    `FILE:LINE: key 'a.b': message`; the line is looked up in the last config file that sets the
+    key (later files override earlier ones)."""
     lines = [(path, key_lines(path)) for path in reversed(config_files)]
     validator = jsonschema.validators.validator_for(schema)(schema)
-    return [
-        key_problem(*describe(error), config_files, lines)
+    problems = [
+        describe(error)
         for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     ]
+    problems += [
+        (path, problem)
+        for path in option_keys(schema)
+        if (problem := option_problem(value_at(config, path)))
+    ]
+    return [key_problem(path, message, config_files, lines) for path, message in problems]
 
 
 def key_problem(path: tuple[str, ...], message: str, config_files: list[str], lines=None) -> str:

@@ -100,11 +100,11 @@ def warning(check: PanelCheck, params_key: str) -> str | None:
 
 
 def own_sample_warning(tumor: str, normal: str | None, panel: str, members: list[str]) -> str | None:
-    """A panel that holds the pair's own tumor or normal scores the pair's true calls down."""
-    own = [f"{role} {sample}" for role, sample in (("tumor", tumor), ("normal", normal)) if sample in members]
-    if not own:
+    """A panel that holds the pair's own normal scores the pair's true calls down (one that holds
+    its tumor is refused with the sheets: samplesheet.panel_tumor_problems)."""
+    if normal is None or normal not in members:
         return None
     return (
-        f"warning: pair {tumor}: panel '{panel}' holds the pair's own {' and '.join(own)}: its reads of the "
+        f"warning: pair {tumor}: panel '{panel}' holds the pair's own normal {normal}: its reads of the "
         "pair's mutations make them look like panel noise, and EBFilter removes them"
     )

@@ -14,7 +14,9 @@ quoting rescues is refused here, naming the config key:
   name a directory called `$NAME`.
 
 Places that each job's shell expands (storage.paths.node_local and .cache may say
-`"${TMPDIR:-/tmp}"`) are shell syntax on purpose: only control characters are refused there.
+`"${TMPDIR:-/tmp}"`) are shell syntax on purpose, inside double quotes: variables expand there,
+but what would run a command or end the quotes (`$(`, a backquote, `"`, `\\`) is refused, since a
+config value is never code.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import re
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 UNSET_VARIABLE = re.compile(r"\$(\w+|\{[^}]*\})")
+# In a double-quoted word: what runs a command ($(...), `...`) or ends the quotes (", \).
+RUNS_IN_SHELL = re.compile(r'\$\(|[`"\\]')
 
 
 def describe(char: str) -> str:
@@ -40,6 +44,13 @@ def path_problems(key: str, path: str, expanded_by_job: bool = False) -> list[st
             "bammarkduplicates cannot take in a path; rename the directory"
         )
     if expanded_by_job:
+        code = RUNS_IN_SHELL.search(path)
+        if code:
+            problems.append(
+                f"config {key}: {path!r} holds {code.group()!r}: a place the job's shell expands "
+                "may name variables ($NAME, ${NAME:-default}) but run no command and hold no "
+                "quote or backslash"
+            )
         return problems
     unset = UNSET_VARIABLE.search(path)
     if unset:

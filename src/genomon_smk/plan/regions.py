@@ -4,6 +4,12 @@ A region is one or more intervals of the reference, in reference order; every ba
 contig belongs to exactly one region, and one extra region, `unmapped`, holds the reads that
 have no coordinate. Regions come from the reference .fai (one per contig, long contigs cut,
 runs of small contigs packed together) or from a file (BED, or Genomon's interval list).
+
+Deliberate differences from upstream Genomon (docs/differences.md): regions cover every base of
+every contig exactly once, so mutations are called on every contig (Genomon's interval list
+leaves decoy, virus and unplaced contigs out) and no row is reported twice (its regions share
+boundary bases); Genomon's own interval list is refused as a regions file for its gaps and
+shared bases.
 """
 
 from __future__ import annotations

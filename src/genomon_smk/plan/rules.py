@@ -43,8 +43,10 @@ RULES: tuple[Rule, ...] = (
     Rule("import_bam", "bam import", "imported sample"),
     Rule("stagger_start", "split files", "staggered sample"),
     Rule("split_fastq", "split files", "sample", 10, "split_fastq", ("output",)),
-    Rule("region_table", "map", "run"),
-    Rule("stage_reference", "map", "run"),
+    # Only map jobs read the region table; map and mutation jobs read the staged reference: a
+    # cohort of imported BAMs has neither job.
+    Rule("region_table", "map", "run with map jobs"),
+    Rule("stage_reference", "map", "run reading reference"),
     Rule("map_reads", "map", "sample x chunk", 0, "map", ("output", "temp"), mem_mb=10600, runtime=120),
     Rule("gather_map", "map", "sample", 10, "map", ("output",)),
     Rule("markdup", "markdup", "sample x region", 10, "markdup", ("output", "temp"), mem_mb=10600, runtime=360),

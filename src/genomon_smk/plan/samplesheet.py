@@ -4,6 +4,10 @@ Two input forms give the same `Cohort`: the workflow's own TSV tables (`samples`
 `control_panels` config keys) and Genomon's classic sample sheet (`genomon_sample_sheet`).
 Every problem is reported as an `InputError` naming the file, line and field, and all problems
 found are reported together, so a user fixes the sheet in one go.
+
+Deliberate differences from upstream Genomon (docs/differences.md): a ``[controlpanel]`` member
+may be a BAM path; a BAM mapped to another reference is refused; the same data under two names
+for two samples or lanes, and a panel that holds its pair's tumor, are refused.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass, field
 import jsonschema
 import yaml
 
+from genomon_smk.plan.input_identity import Use, relation, repeated_use_message, repeated_uses, same_data
 from genomon_smk.plan.regions import read_fai
 from genomon_smk.plan.resources import GZIP_ERRORS, open_maybe_gzipped
 
@@ -477,7 +482,6 @@ def check_cohort(
 ) -> None:
     """Checks a schema cannot express: safe unique names, known references, readable distinct
     files, panel BAMs indexed and mapped to the reference (when its .fai and contigs are given)."""
-    seen_files: dict[str, Where] = {}
     for sample, lanes in cohort.lanes.items():
         first = lanes[0]
         problem = sample_name_problem(sample)
@@ -496,13 +500,9 @@ def check_cohort(
                     f"sample '{sample}': every lane needs the same platform and library "
                     f"(first lane at {first.where} has {first.platform}/{first.library})",
                 )
-            if lane.fq1 == lane.fq2:
-                problems.add(lane.where, f"fq1 and fq2 are the same file: {lane.fq1}")
             for column, fastq in (("fq1", lane.fq1), ("fq2", lane.fq2)):
-                if fastq in seen_files:
-                    problems.add(lane.where, f"field '{column}': {fastq} is already used at {seen_files[fastq]}")
-                    continue
-                seen_files[fastq] = lane.where
+                if column == "fq2" and fastq == lane.fq1:
+                    continue  # reported once, by the check of the data every sample reads
                 problem = fastq_problem(fastq)
                 if problem:
                     problems.add(lane.where, f"field '{column}': {problem}")
@@ -537,13 +537,73 @@ def check_cohort(
         for bam in bams:
             if not os.path.isfile(bam) or not os.access(bam, os.R_OK):
                 problems.add(where, f"field 'bam': BAM not found or not readable: {bam}")
-        if len(set(bams)) != len(bams):
-            problems.add(where, "field 'bam': a BAM is named twice (its reads would be mapped twice)")
+    for use, earlier, how in repeated_uses(sample_inputs(cohort)):
+        problems.add(use.where, repeated_use_message(use, earlier, how))
+    for pair in cohort.pairs + cohort.sv_pairs:
+        for problem in panel_tumor_problems(cohort, pair):
+            problems.add(pair.where, problem)
     for sample in cohort.qc_samples or []:
         if sample not in named:
             problems.add(cohort.qc_where[sample], f"[qc] names unknown sample '{sample}'")
     check_pairs(cohort.pairs, named, cohort.panels, problems, samples_where)
     check_pairs(cohort.sv_pairs, named, cohort.panels, problems, samples_where)
+
+
+def sample_inputs(cohort: Cohort) -> list[Use]:
+    """Every file a sample's reads come from, in the sheet's order: two samples (or two lanes)
+    may not read the same data, whatever its names."""
+    uses = [
+        Use(path, lane.where, column)
+        for lanes in cohort.lanes.values()
+        for lane in lanes
+        for column, path in (("fq1", lane.fq1), ("fq2", lane.fq2))
+    ]
+    uses += [Use(bam, cohort.bam_where[sample], "bam") for sample, bams in cohort.bam_sources.items() for bam in bams]
+    uses += [Use(bam, cohort.bam_where[sample], "bam") for sample, bam in cohort.imported.items()]
+    return sorted(uses, key=lambda use: (use.where.path, use.where.line))
+
+
+def sample_data(cohort: Cohort, sample: str) -> list[str]:
+    """The BAMs a sample's reads come from ([bam_import], [bam_tofastq]); none for FASTQ samples."""
+    return ([cohort.imported[sample]] if sample in cohort.imported else []) + cohort.bam_sources.get(sample, [])
+
+
+def panel_tumor_problems(cohort: Cohort, pair: Pair) -> list[str]:
+    """A panel member that is the pair's tumor, by name or as a BAM that holds the tumor's data:
+    EBFilter and GenomonSV would take the tumor's own mutations for panel noise and filter out
+    every call (a run that succeeds with no calls)."""
+    problems = []
+    for member in cohort.panels.get(pair.panel, []) if pair.panel else []:
+        if member == pair.tumor:
+            problems.append(f"panel '{pair.panel}' holds the pair's own tumor '{pair.tumor}': its mutations would be filtered out as panel noise")
+            continue
+        for data in sample_data(cohort, pair.tumor) if is_bam_path(member) else []:
+            how = same_data(member, data)
+            if how:
+                problems.append(
+                    f"panel '{pair.panel}': {member} is {relation(how)} {data}, the data of the pair's tumor "
+                    f"'{pair.tumor}' (at {cohort.bam_where[pair.tumor]}): its mutations would be filtered out as panel noise"
+                )
+    return problems
+
+
+def panel_normal_warnings(cohort: Cohort) -> list[str]:
+    """A warning for each panel BAM that holds the data of its pair's normal under another name:
+    Genomon's panels may hold the cohort's normals (GenomonSV filt then ignores the matched
+    normal by its name), but under another name the normal's reads count as panel noise."""
+    warnings = []
+    for pair in cohort.pairs + cohort.sv_pairs:
+        if not (pair.panel and pair.normal):
+            continue
+        for member in filter(is_bam_path, cohort.panels.get(pair.panel, [])):
+            for data in sample_data(cohort, pair.normal):
+                how = same_data(member, data)
+                if how:
+                    warnings.append(
+                        f"warning: {pair.where}: panel '{pair.panel}': {member} is {relation(how)} {data}, the data of the "
+                        f"pair's normal '{pair.normal}': the normal's reads of the tumor's mutations count as panel noise"
+                    )
+    return list(dict.fromkeys(warnings))
 
 
 def check_pairs(pairs: list[Pair], known: set[str], panels: dict, problems: Problems, samples_where: str) -> None:

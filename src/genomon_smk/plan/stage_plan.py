@@ -64,6 +64,8 @@ class CohortShape:
             return int(unit in self.to_build)
         return {
             "run": 1,
+            "run with map jobs": int(self.samples > 0),
+            "run reading reference": int(self.samples + self.pairs > 0),
             "staggered sample": self.staggered,
             "bam_tofastq BAM": self.converted,
             "imported sample": self.imported,

@@ -22,12 +22,19 @@ in the merged file if c is a raw-copied block, or inside the re-compressed block
 header's last block.  The re-compressed blocks' sizes are read from merged.bam itself (block headers
 and the few re-compressed blocks only, never the records), and every placement is verified
 (decompressed remainder equal, raw bytes equal at both ends of each copied run, total size) so a
-mismatched merged BAM or index is refused instead of producing a wrong index.
+mismatched merged BAM or index is refused instead of producing a wrong index. The merge_bam rule,
+which has just made merged.bam of exactly these regions, passes --fallback-samtools-index: a
+merged BAM laid out otherwise (another samtools version) is then indexed by `samtools index`.
 
 BAI facts used (SAM/BAM spec 5.2): per reference, bins with chunks of virtual offsets, pseudo-bin
 37450 holding (ref_beg, ref_end) and (n_mapped, n_unmapped), a 16 kb linear index; after all
 references an optional n_no_coor.  biobambam2 leaves linear-index windows before the region's first
 record at 0 ("unknown") and omits n_no_coor when it is 0; samtools fills them.
+
+Deliberate difference from upstream Genomon (docs/differences.md): the final index is merged
+from the region indexes (the Fugaku Genomon's "bai merge"), not built by reading the BAM; each
+placement is verified, and with ``--fallback-samtools-index`` a BAM laid out otherwise is
+indexed by ``samtools index``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from __future__ import annotations
 import argparse
 import os
 import struct
+import subprocess
 import sys
 import tempfile
 import zlib
@@ -55,6 +63,11 @@ VERIFY_BYTES = 1 << 16
 
 class BaiMergeError(ValueError):
     """Inputs that cannot be merged into a correct index (mismatch, corruption, wrong order)."""
+
+
+class LayoutMismatch(BaiMergeError):
+    """merged.bam is not laid out as `samtools cat` of the regions lays it out (samtools 1.16):
+    another samtools version, or a merge of other regions."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -308,7 +321,7 @@ def locate_regions_in_merged(merged: BamLayout, layouts: list[BamLayout]) -> lis
     """
     merged_bam = merged.path
     if merged.remainder:
-        raise BaiMergeError(
+        raise LayoutMismatch(
             f"{merged_bam}: its header shares a BGZF block with records; not a `samtools cat` output"
         )
     maps = []
@@ -326,7 +339,7 @@ def locate_regions_in_merged(merged: BamLayout, layouts: list[BamLayout]) -> lis
                 inflated += payload
                 pos += block.size
             if bytes(inflated) != layout.remainder:
-                raise BaiMergeError(
+                raise LayoutMismatch(
                     f"{merged_bam}: records of {layout.path} not found where `samtools cat` puts them "
                     f"(merged offset {pos}); was merged.bam made from exactly these regions, in this order?"
                 )
@@ -337,7 +350,7 @@ def locate_regions_in_merged(merged: BamLayout, layouts: list[BamLayout]) -> lis
                     mfh, rfh, pos + raw_len - check, layout.data_end - check, check
                 )
             if not same:
-                raise BaiMergeError(
+                raise LayoutMismatch(
                     f"{merged_bam}: bytes at offset {pos} differ from {layout.path}; "
                     "was merged.bam made from exactly these regions, in this order?"
                 )
@@ -357,7 +370,7 @@ def locate_regions_in_merged(merged: BamLayout, layouts: list[BamLayout]) -> lis
         mfh.seek(pos)
         tail = mfh.read()
     if not (len(tail) == EOF_BLOCK_SIZE and looks_like_eof_block(tail)):
-        raise BaiMergeError(
+        raise LayoutMismatch(
             f"{merged_bam}: {len(tail)} bytes follow the last region's data (expected one 28-byte EOF "
             "block); was merged.bam made from exactly these regions?"
         )
@@ -654,6 +667,22 @@ def merge_bai(region_bams: list[str], merged_bam: str, out_bai: str) -> None:
     write_atomically(out_bai, format_bai(merge_translated(translated, merged.references)))
 
 
+def samtools_index(merged_bam: str, out_bai: str) -> None:
+    """The slow way, reading the whole BAM: `samtools index`, written under a temporary name."""
+    directory = os.path.dirname(os.path.abspath(out_bai))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(out_bai) + ".", suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        subprocess.run(["samtools", "index", "-b", "-o", tmp, merged_bam], check=True, capture_output=True, text=True)
+        os.chmod(tmp, 0o666 & ~current_umask())
+        os.replace(tmp, out_bai)
+    except subprocess.CalledProcessError as err:
+        raise BaiMergeError(f"samtools index {merged_bam} failed: {err.stderr.strip()}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def read_regions_file(path: str) -> list[str]:
     """One BAM path per line; blank lines and '#' comments ignored."""
     with open(path) as fh:
@@ -669,10 +698,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="index to write (e.g. merged.bam.bai)")
     parser.add_argument("--regions-file", help="file with one region BAM per line (appended after positional ones)")
     parser.add_argument("regions", nargs="*", help="region BAMs in the order given to samtools cat")
+    parser.add_argument("--fallback-samtools-index", action="store_true",
+                        help="when merged.bam is not laid out as samtools 1.16's `samtools cat` lays it out (another "
+                             "samtools version), index it with `samtools index` instead of refusing")
     args = parser.parse_args(argv)
     regions = list(args.regions) + (read_regions_file(args.regions_file) if args.regions_file else [])
     try:
-        merge_bai(regions, args.merged, args.out)
+        try:
+            merge_bai(regions, args.merged, args.out)
+        except LayoutMismatch as err:
+            if not args.fallback_samtools_index:
+                raise
+            print(f"bai_merge: {err}\nbai_merge: indexing {args.merged} with `samtools index` instead "
+                  "(reads the whole BAM)", file=sys.stderr)
+            samtools_index(args.merged, args.out)
     except (BaiMergeError, OSError) as err:
         print(f"bai_merge: error: {err}", file=sys.stderr)
         return 1

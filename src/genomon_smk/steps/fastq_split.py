@@ -5,6 +5,9 @@ same order; record n (over all lanes, in sheet order) goes to chunk n mod N. Eve
 checked while it passes (4 lines, '@' and '+' lines, sequence and quality of equal length, mate
 names agree), and R1 and R2 must end together. Blank lines after a file's last record are
 ignored. The counts are written as JSON for the read-count integrity check.
+
+Deliberate differences from upstream Genomon (docs/differences.md): a fixed number of chunks,
+records dealt round robin (Genomon: 40,000,000 lines per chunk); malformed input is refused.
 """
 
 from __future__ import annotations

@@ -1,14 +1,21 @@
 """Identify mutations in one region of one pair, as Genomon chains its tools:
 
-pair:       fisher comparison -> mutfilter realignment -> indel -> breakpoint -> simplerepeat -> EBFilter
-tumor only: fisher single     -> mutfilter realignment                       -> simplerepeat -> EBFilter
+pair:       fisher comparison [-> hotspotCall -> mutil merge_hotspot] -> mutfilter realignment -> indel
+            -> breakpoint -> simplerepeat -> EBFilter
+tumor only: fisher single -> mutfilter realignment -> simplerepeat -> EBFilter
 
-simplerepeat only with a simple-repeat database (otherwise its two columns are `---`), EBFilter
-only with a control panel. Each tool is a command line (genomon-smk's own or upstream's), run
+hotspotCall only with a hotspot database (on the database's rows in the region: Genomon's
+per-interval `<db>.<i>` file), simplerepeat only with a simple-repeat database (otherwise its two
+columns are `---`), EBFilter only with a control panel. Each tool is a command line (genomon-smk's own or upstream's), run
 with its Genomon options; the header-less "anno" tables pass through files in a work directory,
 and the result is moved into place only when every step succeeded. genomon-smk's own tools run
 in this process (the same code as their command lines: each process would import pysam, numpy
 and scipy again, about a second of a job's CPU); upstream's run as commands.
+
+Deliberate differences from upstream Genomon (docs/differences.md): fisher gets the region's
+intervals with ``-L`` (Genomon: ``-R`` per interval), EBFilter ``--loption`` without
+``--region``, realignment no ``--blat_path``; without a simple-repeat database the two columns
+are ``---`` (Genomon requires one); each tool's output stays in the work directory.
 """
 
 from __future__ import annotations
@@ -24,14 +31,20 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
+from genomon_smk.plan.hotspot import write_region_db
+
 TOOLS = ("fisher", "mutfilter", "EBFilter")
+# The tools the hotspot call adds (with --hotspot-db).
+HOTSPOT_TOOLS = ("hotspotCall", "mutil")
 # The steps whose Genomon options the job passes on (--STEP-options).
-OPTION_STEPS = ("fisher", "realignment", "indel", "breakpoint", "eb")
+OPTION_STEPS = ("fisher", "hotspot", "realignment", "indel", "breakpoint", "eb")
 # `python -m MODULE` of genomon-smk's own tools -> the module whose main(argv) it runs.
 OWN_TOOL_MAINS = {
     "genomon_smk.tools.fisher": "genomon_smk.tools.fisher",
     "genomon_smk.tools.mutfilter": "genomon_smk.tools.mutfilter.cli",
     "genomon_smk.tools.ebfilter": "genomon_smk.tools.ebfilter",
+    "genomon_smk.tools.hotspot": "genomon_smk.tools.hotspot",
+    "genomon_smk.tools.mutil": "genomon_smk.tools.mutil",
 }
 
 
@@ -47,6 +60,8 @@ class Chain:
     normal: str | None = None
     panel: tuple[str, ...] = ()
     simple_repeat_db: str | None = None
+    # The region's rows of the hotspot database (pairs with a normal only).
+    hotspot_db: str | None = None
     options: dict[str, list[str]] = field(default_factory=dict)
 
     def path(self, name: str) -> str:
@@ -63,10 +78,21 @@ def filter_commands(chain: Chain) -> list[list[str]]:
             [*tool["mutfilter"], "realignment", "-t", path("fisher.txt"), "-1", chain.tumor,
              "-r", chain.reference, "-o", path("filtered.txt"), *option("realignment", [])],
         ]
+    calls = "fisher.txt"
+    hotspot = []
+    if chain.hotspot_db:
+        calls = "fisher_hotspot.txt"
+        hotspot = [
+            [*tool["hotspotCall"], *option("hotspot", []), chain.tumor, chain.normal, path("hotspot.txt"),
+             chain.hotspot_db],
+            [*tool["mutil"], "merge_hotspot", "-i", path("hotspot.txt"), "-f", path("fisher.txt"),
+             "-o", path(calls), "--hotspot_header"],
+        ]
     return [
         [*tool["fisher"], "comparison", "-1", chain.tumor, "-2", chain.normal, "-r", chain.reference,
          "-s", "samtools", "-L", chain.region_file, "-o", path("fisher.txt"), *option("fisher", [])],
-        [*tool["mutfilter"], "realignment", "-t", path("fisher.txt"), "-1", chain.tumor, "-2", chain.normal,
+        *hotspot,
+        [*tool["mutfilter"], "realignment", "-t", path(calls), "-1", chain.tumor, "-2", chain.normal,
          "-r", chain.reference, "-o", path("realignment.txt"), *option("realignment", [])],
         [*tool["mutfilter"], "indel", "-t", path("realignment.txt"), "-2", chain.normal, "-s", "samtools",
          "-o", path("indel.txt"), *option("indel", [])],
@@ -159,6 +185,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reference", required=True)
     parser.add_argument("--intervals", required=True, help="the region's samtools intervals, comma-separated")
     parser.add_argument("--simple-repeat-db", default="", help="Genomon's simple-repeat database (bgzip + tabix)")
+    parser.add_argument("--hotspot-db", default="",
+                        help="Genomon's hotspot database: hotspotCall on its rows in the region (pairs only)")
     parser.add_argument("--work-dir", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--tools", nargs="+", required=True, metavar="NAME=COMMAND",
@@ -172,13 +200,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     tools = dict(item.split("=", 1) for item in args.tools)
-    missing = [name for name in TOOLS if name not in tools]
+    hotspot = bool(args.hotspot_db and args.normal)
+    missing = [name for name in TOOLS + (HOTSPOT_TOOLS if hotspot else ()) if name not in tools]
     if missing:
         raise SystemExit(f"identify_mutations: no --tools entry for {', '.join(missing)}")
     region_file = os.path.join(args.work_dir, "region.txt")
     os.makedirs(args.work_dir, exist_ok=True)
     with open(region_file, "w") as out:
         out.write(args.intervals + "\n")
+    hotspot_db = os.path.join(args.work_dir, "hotspot_db.txt") if hotspot else None
+    if hotspot_db:
+        write_region_db(args.hotspot_db, args.intervals.split(","), hotspot_db)
     chain = Chain(
         tumor=args.tumor,
         normal=args.normal or None,
@@ -188,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         work=args.work_dir,
         tools={name: shlex.split(command) for name, command in tools.items()},
         simple_repeat_db=args.simple_repeat_db or None,
+        hotspot_db=hotspot_db,
         options={step: shlex.split(getattr(args, f"{step}_options")) for step in OPTION_STEPS},
     )
     try:

@@ -3,6 +3,10 @@ and the filtered calls written as a VCF that bcftools reads.
 
 Per-region rows are header-less (as upstream's intermediate files are); the header is made here
 from the pair's shape (tumor/normal or tumor only, with or without a control panel).
+
+Deliberate differences from upstream Genomon (docs/differences.md): the meta line's versions are
+each tool's first ``--version`` line; a region row of the wrong width is refused; VCFs of the
+filtered and of all calls are written (Genomon writes none).
 """
 
 from __future__ import annotations
@@ -34,11 +38,15 @@ SINGLE_COLUMNS = (
     "posterior_mean(realignment) 90%_posterior_quantile(realignment) simple_repeat_pos simple_repeat_seq"
 ).split()
 EB_COLUMN = "P-value(EBCall)"
+HOTSPOT_COLUMN = mutil.HOTSPOT_COLUMN
 
 
-def header_columns(paired: bool, with_panel: bool) -> list[str]:
-    """Genomon's result columns for a pair (tumor/normal) or a tumor alone, EB column with a panel."""
+def header_columns(paired: bool, with_panel: bool, hotspot: bool = False) -> list[str]:
+    """Genomon's result columns for a pair (tumor/normal) or a tumor alone, EB column with a panel;
+    with the hotspot call (pairs only), score(hotspot) right after P-value(fisher), as Genomon."""
     columns = list(PAIR_COLUMNS if paired else SINGLE_COLUMNS)
+    if hotspot and paired:
+        columns.insert(columns.index("P-value(fisher)") + 1, HOTSPOT_COLUMN)
     return columns + [EB_COLUMN] if with_panel else columns
 
 
@@ -86,6 +94,7 @@ INFO_FIELDS = {
     "bp_mismatch_count": ("BPC", "Integer", "normal reads clipped at a nearby breakpoint (mutfilter breakpoint)"),
     "distance_from_breakpoint": ("BPD", "Integer", "distance to that breakpoint"),
     EB_COLUMN: ("EB", "Float", "EBCall score: -log10 p against the control panel (EBFilter)"),
+    HOTSPOT_COLUMN: ("LS", "Float", "LOD score of a hotspot site (hotspotCall)"),
 }
 
 
@@ -117,6 +126,8 @@ def vcf_header(contigs: list[tuple[str, int]], samples: list[str], columns: list
         if column in columns:
             header.info.add(key, 1, kind, text)
     header.info.add("SR", 0, "Flag", "in a simple repeat (mutfilter simplerepeat)")
+    if HOTSPOT_COLUMN in columns:
+        header.info.add("HS", 0, "Flag", "called at a site of the hotspot database (hotspotCall)")
     header.formats.add("GT", 1, "String", "Genotype")
     header.formats.add("DP", 1, "Integer", "Read depth")
     header.formats.add("AD", "R", "Integer", "Reads supporting the reference and the alternate allele")
@@ -185,6 +196,8 @@ def write_vcf(result_path: str, fasta_path: str, vcf_path: str, tumor: str, norm
                     record.info[key] = int(value) if header.info[key].type == "Integer" else value
             if row.get("simple_repeat_pos", "---") != "---":
                 record.info["SR"] = True
+            if row.get(HOTSPOT_COLUMN, "---") != "---":
+                record.info["HS"] = True
             for sample, suffix, genotype in ((tumor, "_tumor" if normal else "", (0, 1)), (normal, "_normal", (0, 0))):
                 if sample is None:
                     continue
@@ -217,6 +230,7 @@ def main(argv=None) -> int:
     result.add_argument("--out", required=True)
     result.add_argument("--paired", action="store_true", help="tumor/normal columns (else tumor only)")
     result.add_argument("--panel", action="store_true", help="with the EBFilter column")
+    result.add_argument("--hotspot", action="store_true", help="with the score(hotspot) column (pairs only)")
     result.add_argument("--version-of", nargs="*", default=[], help="tool commands whose --version goes into the meta line")
     result.add_argument("--regions-file", required=True, help="per-region result files, one per line, in order")
     vcf = add_vcf_arguments(commands.add_parser("vcf", help="filtered result -> bgzipped, indexed VCF"))
@@ -227,7 +241,7 @@ def main(argv=None) -> int:
         with open(args.regions_file) as handle:
             files = [line.strip() for line in handle if line.strip()]
         versions = [tool_version(tool) for tool in args.version_of]
-        rows = write_result(args.out, files, header_columns(args.paired, args.panel), versions)
+        rows = write_result(args.out, files, header_columns(args.paired, args.panel, args.hotspot), versions)
         print(f"merge_mutation: {rows} rows from {len(files)} regions")
     else:
         filter_params = shlex.split(args.filter_params) if args.filter_params is not None else None

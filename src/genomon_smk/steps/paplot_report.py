@@ -5,7 +5,7 @@ chromosome sizes from the reference's .fai, and the mutation table paplot draws.
 ``python -m genomon_smk.steps.paplot_report --template T --fai F --out-dir D [--mutation F ...]``
 writes D/paplot.cfg, D/genome.csv and (with --mutation) D/mutation.txt.
 
-What differs from Genomon's template, and why:
+Deliberate differences from upstream Genomon (docs/differences.md), in the template's values:
 
 - QC: merge_qc.txt holds this project's QC (coverage table, samtools stats; see
   genomon_smk.steps.post_analysis): its columns are mapped to the template's names; the coverage

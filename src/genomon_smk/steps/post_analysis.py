@@ -9,7 +9,11 @@ Subcommands (``python -m genomon_smk.steps.post_analysis SUBCOMMAND ...``):
 
 Merged tables: merged ``#key:value`` meta lines, then the union of the input headers with ``id``
 first (columns in first-seen order, ``NA`` where a file lacks one), then every file's rows in
-the order given. A missing input file is dropped together with its id (with a message).
+the order given.
+
+Deliberate differences from upstream Genomon (docs/differences.md): a missing input file is
+dropped together with its id (upstream keeps the id, and later ids shift); only line ends are
+stripped; merge_qc.txt merges this project's QC, not GenomonQC's; no IGV or BAM pick-up scripts.
 """
 
 from __future__ import annotations

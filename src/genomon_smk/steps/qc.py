@@ -6,6 +6,9 @@ Subcommands (``python -m genomon_smk.steps.qc SUBCOMMAND ...``):
 ``sum-markdup``  sum bammarkduplicates' per-region metrics into one Picard DuplicationMetrics file
 ``integrity``    fail unless the final BAM holds exactly the read pairs the FASTQ split counted
 ``coverage``     mean depth and fraction of the genome at >= N x from mosdepth's outputs, as a TSV
+
+Deliberate difference from upstream Genomon (docs/differences.md): samtools stats/flagstat,
+mosdepth and MultiQC instead of genomon_qc: other files and numbers.
 """
 
 import argparse

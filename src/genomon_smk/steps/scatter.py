@@ -11,6 +11,10 @@ The sorting is done in the map jobs, spread over the cluster: a region's markdup
 sorted pieces with bammerge, which gives the very order bamsort gives their concatenation (both
 keep the input order of equal positions), so the final BAM holds the same records in the same
 order as sorting each region's reads at once would.
+
+Deliberate difference from upstream Genomon (docs/differences.md): the map job sorts and cuts
+sorted pieces, where Genomon scatters unsorted and markdup sorts (:func:`scatter_unsorted`); the
+same records in the same order.
 """
 
 from __future__ import annotations

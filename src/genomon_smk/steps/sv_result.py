@@ -5,6 +5,10 @@ bcftools reads.
 GenomonSV filt writes a header line and one row per junction (an inversion is two rows); a
 result that lacks the header means the tool failed without saying so (GenomonSV exits 0 when
 bgzip, tabix or sort fail), so it is refused here.
+
+Deliberate differences from upstream Genomon (docs/differences.md): a result without GenomonSV's
+header is refused (upstream passes it on as an empty result); a breakend VCF is written (Genomon
+writes none).
 """
 
 from __future__ import annotations

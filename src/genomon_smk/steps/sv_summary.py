@@ -22,6 +22,9 @@ Every (stage, variant_type, size_class) combination is written, zero counts incl
 filtered junctions by type (from the summaries) and of each parsed sample's junction clusters
 and their split reads, improper read-pair clusters and their read pairs (GenomonSV parse's
 ``.junction.clustered.bedpe.gz`` and ``.improper.clustered.bedpe.gz``).
+
+Deliberate difference from upstream Genomon (docs/differences.md): an output Genomon does not
+write.
 """
 
 from __future__ import annotations

@@ -27,9 +27,10 @@ one-slot jobs uses the fewest lines possible. Utilisation = busy slot-seconds / 
 makespan); samples/h counts tumor/normal pairs (``merge_mutation`` jobs) as the paper does, or
 samples (``merge_bam`` jobs) for a run without pairs.
 
-Every benchmark file under the directory is drawn: after a resumed run the chart spans both
-invocations (with the idle time between them), and files of jobs the config no longer has stay
-until removed.
+The workflow draws the jobs of this run only (``--run-started``: the jobs whose benchmark file was
+written after the run started): the benchmark files of earlier runs stay in the directory, and a
+rerun drawn with them would span the pause between the runs and count jobs it did not run. A
+rerun that reruns a few jobs draws those; without ``--run-started`` every file is drawn.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ class Summary:
     makespan: float  # seconds, first start to last end
     busy: float  # slot-seconds
     samples: int
+    # Which jobs the figures are of, the title's first words ("this run"); "" = every benchmark file.
+    scope: str = ""
 
     @property
     def utilisation(self) -> float:
@@ -97,7 +100,7 @@ class Summary:
 
     def title(self) -> str:
         """The chart's title; the summary file holds the same string."""
-        return (f"{self.jobs} jobs on {self.slots} slots in {format_duration(self.makespan)}: "
+        return ((f"{self.scope}: " if self.scope else "") + f"{self.jobs} jobs on {self.slots} slots in {format_duration(self.makespan)}: "
                 f"utilisation {100 * self.utilisation:.1f} %, {self.samples_per_hour:.2f} samples/h")
 
 
@@ -125,9 +128,10 @@ def read_benchmark(path: Path) -> tuple[float, int | None]:
 
 
 def read_benchmarks(directory: str | os.PathLike, threads_of_rule: dict[str, int] | None = None,
-                    exclude: tuple[str, ...] = (TIMELINE_RULE,)) -> list[JobRecord]:
+                    exclude: tuple[str, ...] = (TIMELINE_RULE,), ended_after: float | None = None) -> list[JobRecord]:
     """One record per benchmark file under `directory` ({rule}/{wildcards}.tsv): end = the file's
-    mtime, start = end - s; threads from the file (extended format), else threads_of_rule, else 1."""
+    mtime, start = end - s; threads from the file (extended format), else threads_of_rule, else 1.
+    With ended_after (seconds since the epoch), only the files written after it."""
     threads_of_rule = threads_of_rule or {}
     records = []
     root = Path(directory)
@@ -136,8 +140,10 @@ def read_benchmarks(directory: str | os.PathLike, threads_of_rule: dict[str, int
         rule = relative.parts[0]
         if len(relative.parts) < 2 or rule in exclude:
             continue
-        seconds, threads = read_benchmark(path)
         end = path.stat().st_mtime
+        if ended_after is not None and end < ended_after:
+            continue
+        seconds, threads = read_benchmark(path)
         name = str(relative.relative_to(rule).with_suffix(""))
         if threads is None:
             threads = threads_of_rule.get(rule, 1)
@@ -183,12 +189,12 @@ def count_lines(lines: list[tuple[int, ...]]) -> int:
     return 1 + max((max(taken) for taken in lines if taken), default=-1)
 
 
-def summarise(records: list[JobRecord], slots: int, samples: int | None = None) -> Summary:
-    start = min(r.start for r in records)
-    end = max(r.end for r in records)
+def summarise(records: list[JobRecord], slots: int, samples: int | None = None, scope: str = "") -> Summary:
+    start = min((r.start for r in records), default=0.0)
+    end = max((r.end for r in records), default=0.0)
     busy = sum(r.threads * r.seconds for r in records)
     return Summary(jobs=len(records), slots=slots, makespan=end - start, busy=busy,
-                   samples=count_samples(records) if samples is None else samples)
+                   samples=count_samples(records) if samples is None else samples, scope=scope)
 
 
 # --- outputs
@@ -239,7 +245,7 @@ def draw(records: list[JobRecord], lines: list[tuple[int, ...]], summary: Summar
     from matplotlib.patches import Patch
 
     plt.rcParams["svg.fonttype"] = "none"
-    origin = min(r.start for r in records)
+    origin = min((r.start for r in records), default=0.0)
     unit, scale = time_unit(summary.makespan)
     height = min(12.0, 2.0 + 0.25 * summary.slots)
     figure, axes = plt.subplots(figsize=(10, height))
@@ -253,7 +259,7 @@ def draw(records: list[JobRecord], lines: list[tuple[int, ...]], summary: Summar
                 [[(left, line - 0.4), (left + width, line - 0.4), (left + width, line + 0.4), (left, line + 0.4)]
                  for line, left, width in bars[stage]],
                 facecolors=colour, edgecolors="none"))
-    axes.set_xlim(0, summary.makespan / scale)
+    axes.set_xlim(0, summary.makespan / scale or 1)
     axes.set_ylim(-0.6, max(summary.slots, count_lines(lines)) - 0.4)
     axes.invert_yaxis()
     axes.set_xlabel(f"time since the first job started ({unit})")
@@ -285,6 +291,9 @@ def parse_threads(values: list[str]) -> dict[str, int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--benchmarks", required=True, help="the run's {output_dir}/benchmarks")
+    parser.add_argument("--run-started", type=float, default=None, metavar="EPOCH",
+                        help="draw only the jobs that ended after this moment (seconds since the epoch): "
+                             "the run's own jobs, \"this run\" in the title; default: every benchmark file")
     parser.add_argument("--slots", type=int, default=None,
                         help="slots of the run (its --cores); default: the fewest that held the jobs")
     parser.add_argument("--threads", nargs="*", default=[], metavar="RULE=N",
@@ -302,10 +311,11 @@ def main(argv: list[str] | None = None) -> int:
         threads = parse_threads(args.threads)
     except argparse.ArgumentTypeError as error:
         parser.error(str(error))
-    records = read_benchmarks(args.benchmarks, threads)
-    if not records:
+    records = read_benchmarks(args.benchmarks, threads, ended_after=args.run_started)
+    if not records and args.run_started is None:
         print(f"timeline: no benchmark files under {args.benchmarks}", file=sys.stderr)
         return 1
+    # A run that ran nothing before its timeline (the chart alone redrawn) gets an empty chart.
     if args.slots:
         records = cap_threads(records, args.slots)
     lines = assign_lines(records, args.tolerance)
@@ -314,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.slots and lines_used > args.slots:
         print(f"timeline: the jobs overlap on {lines_used} slots, more than the {args.slots} given; "
               f"drawn and counted with {lines_used}", file=sys.stderr)
-    summary = summarise(records, slots, args.samples)
+    summary = summarise(records, slots, args.samples, "this run" if args.run_started is not None else "")
     if args.tsv:
         write_jobs(args.tsv, records, lines)
     if args.summary:

@@ -10,6 +10,10 @@ Everything here is pure and works on numpy arrays:
 * :func:`fisher_combine` -- Fisher's method for the two strands;
 * :func:`eb_score` / :func:`format_score` -- the -log10 score with EBFilter's clamps
   and its printed form.
+
+Deliberate difference from upstream Genomon (docs/differences.md): the fit uses the analytic
+gradient and tight tolerances (upstream: a numerical gradient), so a score may move in its last
+decimals where upstream's optimiser stops early.
 """
 
 from __future__ import annotations

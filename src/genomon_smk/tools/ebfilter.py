@@ -18,6 +18,11 @@ The pileup runs as ONE ``samtools mpileup -B -d 10000000 -q Q -Q BQ --ff FLAGS -
 a whole contig (clipped to ``--region``) holding candidates; without it, candidates
 farther than :data:`MAX_GAP_WITHOUT_LOPTION` apart get separate windows (upstream ran
 one ``-r pos`` process per site instead). Scores do not depend on the windowing.
+
+Deliberate differences from upstream Genomon (docs/differences.md): one mpileup per window
+instead of per site (the same scores); ``#`` lines of an anno target are dropped and
+``.csi``/``.crai`` indexes accepted; a strand whose tumor alt count is 0 is not fitted (its p is
+1 either way).
 """
 
 from __future__ import annotations

@@ -10,6 +10,12 @@ Usage::
 
     fisher comparison -1 tumor.bam -2 normal.bam -o out.txt -r ref.fa [options]
     fisher single -1 tumor.bam -o out.txt -r ref.fa [options]
+
+Deliberate differences from upstream Genomon (docs/differences.md): an SNV's ``Ref`` is printed
+upper-case (upstream prints the letter as mpileup shows it, lower-case in soft-masked repeats);
+with ``-L``, one mpileup per listed interval in the file's order, rows not re-sorted (upstream
+sorts them with ``sort -k1,1 -k2,2n -V``); ``-O vcf`` takes the contigs from the ``.fai`` when
+there is no ``.dict``.
 """
 
 from __future__ import annotations

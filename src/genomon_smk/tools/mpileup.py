@@ -15,6 +15,9 @@ In ``read_bases``:
   are reference skips. Each of these carries one quality character.
 
 The API is small and pure so that other tools (fisher, EBFilter) can share it.
+
+Deliberate difference from upstream Genomon (docs/differences.md): an htslib error line in
+samtools' stderr fails the run even when mpileup exits 0 (:func:`stream_mpileup`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,29 @@
-"""`mutil filter`: clean-room filter of the final Genomon mutation table (anno/TSV mode).
+"""`mutil filter` and `mutil merge_hotspot`: clean-room mutation_util (anno/TSV mode).
 
-Built from the facts in genomon-tools-spec.md section 5 (no upstream code). ``#`` meta lines
-and the header are copied; threshold columns are located by header name and a column that is
-absent does not filter. A row is kept iff every present column passes, OR its
-``score(hotspot)`` is not ``---``, OR its (Chr, Start, End, Ref, Alt) is in the hotspot DB.
+`filter` is built from the facts in genomon-tools-spec.md section 5, `merge_hotspot` from
+genomon-stages-spec.md section 1.5 (no upstream code).
+
+filter: ``#`` meta lines and the header are copied; threshold columns are located by header name
+and a column that is absent does not filter. A row is kept iff every present column passes, OR
+its ``score(hotspot)`` is not ``---``, OR its (Chr, Start, End, Ref, Alt) is in the hotspot DB.
+
+merge_hotspot: hotspotCall's rows merged into fisher's, each row gaining a ``score(hotspot)``
+column (the LOD, or ``---``). Deliberate differences from mutil v0.5.0: the merged rows are in
+position order (upstream appends the hotspot-only rows, unsorted), and a site that both found
+keeps fisher's row with hotspotCall's LOD (upstream writes ``---`` there, losing the LOD).
 
 Usage::
 
     mutil filter -i result.txt -o result.filt.txt [--fish_pval 1.0 --realign_pval 1.0
         --eb_pval 4.0 --tcount 4 --ncount 2 --post10q 0.1 --r_post10q 0.1 --count 4]
         [--hotspot_db hotspot.txt]
+    mutil merge_hotspot -i hotspot.txt -f fisher.txt -o merged.txt [--hotspot_header]
+        [--fisher_header]
+
+Deliberate differences from upstream Genomon (docs/differences.md): only anno mode (no
+``-O vcf``); merge_hotspot's rows in position order and a site both found keeps its LOD (above);
+the hotspot DB may be gzipped, its ``#`` lines are skipped, its Ref/Alt upper-cased like the
+row's, and a missing DB is an error (upstream: an empty list).
 """
 
 from __future__ import annotations
@@ -69,10 +83,11 @@ def hotspot_key(cells: list[str]) -> tuple[str, str, str, str, str]:
 
 
 def read_hotspot_db(path: str) -> set[tuple[str, str, str, str, str]]:
-    """Keys of a hotspot DB (TSV, first five columns; ``#`` lines skipped; .gz accepted)."""
-    opener = gzip.open if path.endswith(".gz") else open
+    """Keys of a hotspot DB (TSV, first five columns; ``#`` lines skipped; plain or gzip)."""
+    with open(path, "rb") as handle:
+        gzipped = handle.read(2) == b"\x1f\x8b"
     keys = set()
-    with opener(path, "rt") as handle:
+    with (gzip.open(path, "rt") if gzipped else open(path)) as handle:
         for line in handle:
             if line.startswith("#") or not line.strip():
                 continue
@@ -142,8 +157,59 @@ def filter_table(lines: Iterable[str], out: TextIO, thresholds: dict[str, float]
     return kept, total
 
 
+def data_lines(path: str, header: bool) -> tuple[str | None, list[list[str]]]:
+    """(header line or None, rows as cells) of a header-less anno table or one with a header;
+    ``#`` lines and blank lines skipped."""
+    first, rows = None, []
+    with open(path) as handle:
+        for line in handle:
+            if line.startswith("#") or not line.strip():
+                continue
+            if header and first is None:
+                first = line.rstrip("\r\n")
+                continue
+            rows.append(line.rstrip("\r\n").split("\t"))
+    return first, rows
+
+
+def merge_hotspot_rows(hotspot: list[list[str]], fisher: list[list[str]]) -> list[list[str]]:
+    """fisher's rows with a ``score(hotspot)`` cell (hotspotCall's LOD for a site that it called
+    too, else ``---``), in their order, and hotspotCall's other rows (their last cell is the LOD)
+    each placed before the first fisher row past its position: contigs rank in the order fisher's
+    rows name them, then the ones only hotspotCall's name, in its order (both tools write a
+    region's sites in the region's order, so the merged rows are in that order too)."""
+    lods = {tuple(cells[:5]): cells[-1] for cells in hotspot}
+    merged_fisher = [cells + [lods.pop(tuple(cells[:5]), MISSING)] for cells in fisher]
+    order: dict[str, int] = {}
+    for cells in fisher + hotspot:
+        order.setdefault(cells[0], len(order))
+
+    def key(cells: list[str]) -> tuple[int, int]:
+        return order[cells[0]], int(cells[1])
+
+    pending = sorted((cells for cells in hotspot if tuple(cells[:5]) in lods), key=key)
+    merged: list[list[str]] = []
+    for cells in merged_fisher:
+        while pending and key(pending[0]) < key(cells):
+            merged.append(pending.pop(0))
+        merged.append(cells)
+    return merged + pending
+
+
+def merge_hotspot(args: argparse.Namespace) -> int:
+    """`mutil merge_hotspot`: write the merged table; returns the row count."""
+    _, hotspot = data_lines(args.in_hotspot_mutation, args.hotspot_header)
+    fisher_header, fisher = data_lines(args.in_fisher_mutation, args.fisher_header)
+    rows = merge_hotspot_rows(hotspot, fisher)
+    with open(args.output_file, "w") as out:
+        if fisher_header is not None:
+            out.write(f"{fisher_header}\t{HOTSPOT_COLUMN}\n")
+        out.writelines("\t".join(cells) + "\n" for cells in rows)
+    return len(rows)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The `mutil filter` command line (permissive defaults)."""
+    """The `mutil filter` (permissive defaults) and `mutil merge_hotspot` command lines."""
     parser = argparse.ArgumentParser(prog="mutil")
     parser.add_argument("--version", action="version", version=tool_version("mutil"))
     subparsers = parser.add_subparsers(dest="command", required=True)
@@ -159,12 +225,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--r_post10q", type=float, default=0.0)
     sub.add_argument("--count", type=int, default=-1)
     sub.add_argument("--hotspot_db", default=None)
+    merge = subparsers.add_parser("merge_hotspot", help="merge hotspotCall's rows into fisher's")
+    merge.add_argument("-i", "--in_hotspot_mutation", required=True)
+    merge.add_argument("-f", "--in_fisher_mutation", required=True)
+    merge.add_argument("-o", "--output_file", required=True)
+    merge.add_argument("--hotspot_header", action="store_true", help="the hotspot file starts with a header")
+    merge.add_argument("--fisher_header", action="store_true",
+                       help="the fisher file starts with a header (written with score(hotspot) appended)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `mutil` console script."""
     args = build_parser().parse_args(argv)
+    if args.command == "merge_hotspot":
+        merge_hotspot(args)
+        return 0
     thresholds = {rule.option: float(getattr(args, rule.option)) for rule in RULES}
     hotspots = read_hotspot_db(args.hotspot_db) if args.hotspot_db else None
     with open(args.input) as source, open(args.output, "w") as out:

@@ -3,6 +3,9 @@
 Subcommands ``realignment``, ``indel``, ``breakpoint`` and ``simplerepeat`` read an anno TSV
 (``-t``), append their columns and write ``-o``. With ``-O vcf`` the input is a VCF and
 the values go into INFO/FORMAT keys instead (see :mod:`.vcf`).
+
+Deliberate difference from upstream Genomon (docs/differences.md): ``realignment --blat`` is
+refused (blat mode is not rebuilt; parasail is the default, ``--edlib`` the alternative).
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ Per column: ``depth`` = reads in the pileup whose base quality passes ``-Q`` (th
 column, deletions and ref-skips included); indel tokens are keyed by (type, upper-cased
 sequence) - upstream's pileup has no reference so a deletion's sequence is its length in ``N``s;
 mates on both strands count together.
+
+Deliberate difference from upstream Genomon (docs/differences.md): the pileup is computed
+in-process instead of one ``samtools mpileup`` per candidate (``-s`` is accepted and unused);
+the same numbers with Genomon's options.
 """
 
 from __future__ import annotations

@@ -21,6 +21,11 @@ is on PATH. Rows are dropped when tumor alt < ``-m`` or normal alt > ``-M`` (``-
 
 Speed: one AlignmentFile per BAM for the whole run, one parasail profile per template per
 candidate (re-used for every read), reads fetched in-process.
+
+Deliberate differences from upstream Genomon (docs/differences.md): a candidate with ``s0 < w``
+(or without templates) keeps its row with every column ``---``, in pair mode too (issue 28:
+upstream's pair mode drops it); ``--blat`` is not rebuilt (Genomon v2.6's mutfilter realigned
+with blat only).
 """
 
 from __future__ import annotations

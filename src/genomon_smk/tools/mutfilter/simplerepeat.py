@@ -10,6 +10,9 @@ the first five give ``simple_repeat_pos`` = ``chrom:chromStart-chromEnd`` and
 Contig rule: upstream looks up ``"chr" + Chr``. We try, in order, the ``chr``-prefixed name
 (skipped when Chr already starts with ``chr``) and Chr as given, and use the first name the
 index knows; so ``1`` finds ``chr1`` in a UCSC db, and ``chr1`` or a db named ``1`` work too.
+
+Deliberate difference from upstream Genomon (docs/differences.md): the contig rule above
+(upstream always looks up ``"chr" + Chr``, so a ``chr``-named reference gets ``---`` there).
 """
 
 from __future__ import annotations

@@ -1,0 +1,139 @@
+"""Config is not code (issue 24, item 5): every free-text options key reaches its tool as quoted
+words, the same way in every rule; shell syntax in a value runs nothing, and a value that cannot
+be split into words is refused before any job, naming the key."""
+
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import run_snakemake, write_config
+from genomon_smk.plan.config_check import config_problems, option_keys, quoted_options
+from genomon_smk.plan.path_limits import path_problems
+from genomon_smk.plan.samplesheet import load_schema
+
+SCHEMA = load_schema(str(Path(__file__).resolve().parents[1] / "workflow" / "schemas"), "config")
+# Every free-text key of the schema: a tool's options as one string.
+OPTION_KEYS = [
+    ("map", "bwa_params"),
+    ("hotspot_call", "params"),
+    ("fisher_mutation_call", "pair_params"),
+    ("fisher_mutation_call", "single_params"),
+    ("realignment_filter", "params"),
+    ("indel_filter", "params"),
+    ("breakpoint_filter", "params"),
+    ("mutation_util", "pair_params"),
+    ("mutation_util", "single_params"),
+    ("sv_parse", "params"),
+    ("sv_merge", "params"),
+    ("sv_filt", "params"),
+    ("sv_filt", "sv_utils_params"),
+]
+
+
+def payload(directory, name):
+    """Shell syntax that would create files in `directory` if it ran: command substitution, a
+    command separator, backquotes and a pipe."""
+    return f"$(touch {directory}/{name}.sub) ; touch {directory}/{name}.semi `touch {directory}/{name}.back` | touch {directory}/{name}.pipe"
+
+
+def nested(path, value):
+    """{'a': {'b': value}} for the key path ('a', 'b')."""
+    for key in reversed(path):
+        value = {key: value}
+    return value
+
+
+def merged(*configs):
+    result = {}
+    for config in configs:
+        for section, values in config.items():
+            result.setdefault(section, {}).update(values)
+    return result
+
+
+def test_every_free_text_key_of_the_schema_is_an_options_key():
+    """The schema marks them ($defs/options), so the config check finds every one; no other key
+    ending in params is left a plain string."""
+    assert option_keys(SCHEMA) == OPTION_KEYS
+    params_keys = [name for name in yaml.safe_dump(SCHEMA).split() if name.endswith("params:")]
+    assert len(params_keys) == len(OPTION_KEYS)
+
+
+@pytest.mark.parametrize("key", OPTION_KEYS, ids=".".join)
+def test_shell_syntax_in_an_options_value_is_passed_as_text(tmp_path, key):
+    value = payload(tmp_path, "x")
+    assert config_problems(nested(key, value) | {"reference": "ref.fa"}, SCHEMA, []) == []
+    printed = subprocess.run(["bash", "-c", f"printf '%s\\n' {quoted_options(value)}"],
+                             capture_output=True, text=True, check=True).stdout
+    assert printed.splitlines() == shlex.split(value)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("key", OPTION_KEYS, ids=".".join)
+def test_an_options_value_with_an_unbalanced_quote_is_refused_naming_the_key(tmp_path, key):
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump(nested(key, "--name 'open")))
+    problems = config_problems(yaml.safe_load(config_file.read_text()) | {"reference": "ref.fa"}, SCHEMA,
+                               [str(config_file)])
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{config_file}:{len(key)}: key '{'.'.join(key)}': cannot be split into options")
+    assert "No closing quotation" in problems[0] and "balance its quotes" in problems[0]
+
+
+def test_every_rule_passes_the_options_quoted(tmp_path, testdata, no_slurm_probe):
+    """A dry run of every stage (a tumor-only pair too, for the single_params keys) with shell
+    syntax in every options key: each rule's command holds the value as quoted words (or, for the
+    steps that take one options string, that string quoted), never bare."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text((testdata / "pairs.tsv").read_text() + "pon1\t\t\n")
+    values = {key: payload(tmp_path, ".".join(key)) for key in OPTION_KEYS}
+    config = write_config(tmp_path, testdata, pairs=str(pairs), split={"chunks": 1},
+                          hotspot_db=str(testdata / "hotspot_database.txt"),  # hotspot_call.params is used
+                          **merged(*(nested(key, value) for key, value in values.items())))
+    output = run_snakemake(config, "-n", "-p", env=no_slurm_probe).stdout
+    for key, value in values.items():
+        quoted = quoted_options(value)
+        assert quoted in output or shlex.quote(quoted) in output, ".".join(key)
+    # Each substitution starts a quoted word; no separator or pipe stands bare.
+    for marker in ("$(touch", "`touch"):
+        assert [output[index - 1] for index in find_all(output, marker)] == ["'"] * output.count(marker)
+    assert "; touch" not in output and "| touch" not in output
+
+
+def find_all(text, part):
+    start = text.find(part)
+    while start != -1:
+        yield start
+        start = text.find(part, start + 1)
+
+
+def test_a_map_job_runs_bwa_with_the_options_as_words_and_nothing_else(tmp_path, testdata, no_slurm_probe):
+    """A real map job with shell syntax in map.bwa_params: bwa gets the words (and refuses them,
+    printing its usage), and no command in them runs."""
+    samples = tmp_path / "samples.tsv"
+    samples.write_text("sample\tfq1\tfq2\n" + "tumor\t{0}/tumor_L1_R1.fastq.gz\t{0}/tumor_L1_R2.fastq.gz\n".format(
+        testdata / "fastq"))
+    config = write_config(tmp_path, testdata, samples=str(samples), pairs=None, control_panels={}, split={"chunks": 1},
+                          map={"bwa_params": "-T 0 " + payload(tmp_path, "bwa")})
+    target = tmp_path / "results" / ".tiers" / "shared_tmp" / "map" / "tumor" / "chunk_0000"
+    result = run_snakemake(config, str(target), check=False, env=no_slurm_probe)
+    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith("bwa.")) == []
+    log_file = tmp_path / "results" / "logs" / "map_reads" / "tumor" / "0000.log"
+    assert log_file.exists(), result.stdout[-3000:] + result.stderr[-3000:]
+    log = log_file.read_text()
+    assert result.returncode != 0 and "Usage: bwa mem" in log
+    assert f"-T 0 '$(touch' '{tmp_path}/bwa.sub)' ';' touch" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("place", ["$TMPDIR/$(touch x)", "$TMPDIR/`touch x`", '$TMPDIR/" ; touch x ; "',
+                                   "$TMPDIR\\"])
+def test_a_tier_place_the_job_shell_expands_may_not_run_a_command(place):
+    problems = path_problems("storage.paths.node_local", place, expanded_by_job=True)
+    assert len(problems) == 1 and "run no command" in problems[0]
+
+
+def test_a_tier_place_may_name_variables():
+    assert path_problems("storage.paths.cache", "${TMPDIR:-/tmp}/genomon-cache", expanded_by_job=True) == []

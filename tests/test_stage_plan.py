@@ -153,12 +153,14 @@ def test_stagger_delays_follow_the_pair_order_and_a_samples_first_pair():
 
 
 def header_only_bam(path, fai):
-    """An indexed BAM without reads whose header is the reference's: enough for a dry run."""
+    """An indexed BAM without reads whose header is the reference's: enough for a dry run. A
+    comment line names the file, so that no two are the same data (which the workflow refuses)."""
     import pysam
 
     contigs = [line.split("\t")[:2] for line in fai.read_text().splitlines()]
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": name, "LN": int(length)} for name, length in contigs]}
+    header = {"HD": {"VN": "1.6"}, "SQ": [{"SN": name, "LN": int(length)} for name, length in contigs],
+              "CO": [f"stands in for {path}"]}
     with pysam.AlignmentFile(str(path), "wb", header=header):
         pass
     pysam.index(str(path))

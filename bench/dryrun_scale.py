@@ -56,7 +56,8 @@ class Granularity:
     pack_bp: int
 
     def shape(self, pairs: int) -> CohortShape:
-        """The cohort's DAG shape: `pairs` tumor/normal pairs, every sample in one pair."""
+        """The cohort's DAG shape: `pairs` tumor/normal pairs, every sample in one pair; every pair
+        gets SV detection (the default: its tumor parsed, no panel)."""
         regions = derive_regions(GRCH37, self.max_length, self.pack_bp)
         mutation = sum(1 for region in regions if not region.is_unmapped)
         # SV detection runs for every pair by default: GenomonSV parses each tumor (not the normal).

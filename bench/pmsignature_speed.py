@@ -48,8 +48,8 @@ def main() -> int:
     feats = pm.decode(np.arange(n_codes), fdim)
     planted = [rng.dirichlet(np.full(d, 0.5), size=3) for d in fdim]
     P = np.ones((n_codes, 3))
-    for l, f in enumerate(planted):
-        P *= f.T[feats[:, l]]
+    for feature, f in enumerate(planted):
+        P *= f.T[feats[:, feature]]
     background = rng.dirichlet(np.full(n_codes, 5.0))
     P = np.column_stack([P, background])
     Q = rng.dirichlet(np.ones(4), size=args.samples)

@@ -26,8 +26,8 @@ def simulate(rng, n_samples, per_sample, fdim, n_variable, background=True, conc
     Q = rng.dirichlet(np.ones(K), size=n_samples)
     feats = pm.decode(np.arange(int(np.prod(fdim))), fdim)
     P = np.ones((len(feats), n_variable))
-    for l, f in enumerate(F):
-        P *= f.T[feats[:, l]]
+    for feature, f in enumerate(F):
+        P *= f.T[feats[:, feature]]
     bg = rng.dirichlet(np.full(len(feats), 5.0)) if background else None
     if background:
         P = np.column_stack([P, bg])

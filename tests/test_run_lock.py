@@ -83,8 +83,18 @@ def test_an_unreadable_lock_is_refused_and_clear_removes_any_lock(tmp_path):
     path.write_text("half a lock")
     taken, message = acquire(str(path), SECOND, dead)
     assert not taken and "cannot read" in message
-    assert "removed" in clear(str(path)) and not path.exists()
-    assert clear(str(path)) is None
+    assert "removed" in clear(str(path), "node1") and not path.exists()
+    assert clear(str(path), "node1") is None
+
+
+def test_unlock_keeps_the_lock_of_a_run_alive_on_this_host(tmp_path):
+    """Snakemake's LockException tells users to --unlock: not while the run goes on."""
+    path = tmp_path / run_lock.LOCK_NAME
+    path.write_text(lock_text(FIRST))
+    assert "still running" in clear(str(path), FIRST.host, alive) and path.exists()
+    assert "removed" in clear(str(path), "another-host", alive) and not path.exists()  # not provable from here
+    path.write_text(lock_text(FIRST))
+    assert "removed" in clear(str(path), FIRST.host, dead) and not path.exists()
 
 
 def test_held_note_says_who_holds_the_directory_or_that_the_lock_is_stale(tmp_path):
@@ -166,6 +176,10 @@ def test_a_second_run_on_the_same_output_dir_is_refused_while_the_first_runs(tmp
                              text=True, env=no_slurm_probe)
         assert dry.returncode == 0 and f"a run holds this output directory (host {socket.gethostname()}, " \
                                        f"pid {first.pid}" in dry.stderr
+        unlock = subprocess.run(snakemake(config, first_dir, "--unlock"), cwd=first_dir, capture_output=True,
+                                text=True, env=no_slurm_probe)
+        assert "its run is still running" in unlock.stderr and json.loads(lock.read_text())["pid"] == first.pid
+        assert list((first_dir / ".snakemake" / "locks").glob("*.lock"))  # Snakemake's kept too
     finally:
         os.killpg(first.pid, signal.SIGKILL)  # no handler runs: the lock stays behind
         first.wait()

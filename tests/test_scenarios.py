@@ -16,6 +16,7 @@ import pytest
 
 from conftest import SCENARIO_DIRS, result_rows as rows_without_meta, retuned_jobs, run_scenario, run_snakemake
 from test_mutation_workflow import called, result_rows, truth_sites
+from test_post_analysis_workflow import check_paplot, check_post_analysis, with_rows
 from test_sv import planted_svs, score, sv_file, sv_rows
 
 pytestmark = pytest.mark.workflow
@@ -166,10 +167,11 @@ def test_trimmed_reads_of_any_length_and_other_read_names(scenario_root, pipelin
     assert snv_recall(filtered, clonal_snvs(testdata)) >= 0.9
 
 
-def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_run, testdata, truth):
+def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_run, testdata, truth, tmp_path):
     results, run = run_scenario(scenario_root, "config-genomon-sheet", reuse=["tumor", "pon1", "pon2"])
-    # [sv_detection]: the tumor's SVs, with the imported normal and the panel.
-    assert ran_jobs(results, "sv_filt") == ["tumor"] and sv_recall(results, testdata) >= 0.7
+    # [sv_detection]: the tumor's SVs, with the imported normal and the panel (and the three
+    # normals called as tumors, one of each other case).
+    assert ran_jobs(results, "sv_filt") == ["pon1", "pon2", "pon3", "tumor"] and sv_recall(results, testdata) >= 0.7
     # [bam_import]: the normal's BAM is linked, not mapped; [bam_tofastq]: pon3 is mapped again.
     normal = results / "bam" / "normal" / "normal.markdup.bam"
     assert normal.is_symlink() and normal.resolve() == (pipeline_run / "bam" / "normal" / "normal.markdup.bam").resolve()
@@ -189,10 +191,18 @@ def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_ru
     assert not artifacts & called(filtered)
     header, _ = result_rows(result(results, "pon1", ".txt"))
     assert "depth_normal" not in header and EB_COLUMN not in header
+    # Post-analysis of the cohort named after the sheet: every case's tables, recounted from the
+    # tumors' own files, and the paplot report drawing every sample.
+    cases = {"tumor": "pair_controlpanel", "pon2": "pair", "pon3": "unpair_controlpanel", "pon1": "unpair"}
+    check_post_analysis(results, "sample_sheet", {"mutation": cases, "sv": cases}, ["tumor", "normal"])
+    sv_tumors = [t for t in cases if sv_rows(results / f"sv/{t}/{t}.genomonSV.result.filt.txt")[2]]
+    check_paplot(results, "sample_sheet", "Genomon", ["tumor", "normal"], sv_tumors,
+                 with_rows(results, list(cases)), tmp_path)
+    assert with_rows(results, list(cases)) == list(cases)  # every case's tumor has calls to draw
     # The stage plan counts every job of this cohort as Snakemake does (imported, converted and
     # QC-selected samples included).
     plan = run_snakemake(scenario_root / "config-genomon-sheet" / "config.yaml", "-n", "--forceall", "--quiet", "rules")
     planned = int(re.search(r"total \(with rule all\) +(\d+)", plan.stderr).group(1))
     counted = int(re.search(r"^total +(\d+)$", plan.stdout + plan.stderr, flags=re.M).group(1))
-    # 75 without the SV stage: 4 parses, 1 merge, filt, sv_utils, VCF, summary, MultiQC tables
-    assert planned == counted == 85
+    # Four pairs (mutations and SVs), two panels; post-analysis: three merges and paplot.
+    assert planned == counted == 116

@@ -192,8 +192,11 @@ def test_stage_plan_counts_imported_and_converted_samples_as_snakemake_does(tmp_
     assert (snakemake["bam_to_fastq"], snakemake["import_bam"], snakemake["split_fastq"], snakemake["merge_bam"]) == (2, 1, 4, 4)
     assert (snakemake["bam_stats"], snakemake["coverage"]) == (2, 2)
     assert snakemake["read_pair_integrity"] == snakemake["duplication_metrics"] == 1  # the imported normal has none
-    # [sv_detection]: the tumor's SVs, the panel's members parsed and merged.
-    assert (snakemake["sv_parse"], snakemake["sv_merge_control"], snakemake["sv_filt"]) == (4, 1, 1)
+    # [sv_detection]: one pair of each of Genomon's cases; the panels' members parsed once each
+    # (pon1..pon3, also tumors there) and both panels merged.
+    assert (snakemake["sv_parse"], snakemake["sv_merge_control"], snakemake["sv_filt"]) == (4, 2, 4)
+    # Post-analysis: one merge per kind of table, and the report.
+    assert [snakemake[rule] for rule in ("post_analysis_mutation", "post_analysis_sv", "post_analysis_qc", "paplot")] == [1] * 4
 
 
 # Cohorts of imported BAMs only, as Genomon sheets (their BAMs stood in for as above): no map job,

@@ -24,6 +24,9 @@ SUMMARY_PAIRS = [
 ]
 SUMMARY_PLACES = {
     **({"MultiQC": rules.multiqc.output.report} if QC_SAMPLES else {}),
+    # The cohort's post-analysis tables and their paplot report.
+    **({"tables": POST_ANALYSIS_DIR} if POST_ANALYSIS_TARGETS else {}),
+    **({"paplot": rules.paplot.output.index} if PAPLOT_TARGETS else {}),
     "timeline": rules.utilisation_timeline.output.png,
     "report": "add --report report.html to this command",
     "job logs": LOG_DIR,

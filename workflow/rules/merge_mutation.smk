@@ -78,15 +78,12 @@ rule filter_mutation:
     params:
         python=PYTHON,
         # With a hotspot database, the rows it names are kept (tumor-only pairs too, as Genomon).
-        mutil=lambda wildcards, input: config_options(
+        # Not a function of `input`: Snakemake would not record it, and retuning would not rerun.
+        mutil=lambda wildcards: config_options(
             "mutation_util",
             "pair_params" if PAIRS[wildcards.tumor].normal else "single_params",
         )
-        + (
-            f" --hotspot_db {shlex.quote(input.hotspot_db[0])}"
-            if input.hotspot_db
-            else ""
-        ),
+        + (f" --hotspot_db {shlex.quote(HOTSPOT_DB)}" if HOTSPOT_DB else ""),
         normal=lambda wildcards: (
             f"--normal {PAIRS[wildcards.tumor].normal}"
             if PAIRS[wildcards.tumor].normal

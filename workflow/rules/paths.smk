@@ -298,3 +298,132 @@ wildcard_constraints:
     sv_sample=one_of(SV_PARSED),
     sv_tumor=one_of(SV_PAIRS),
     panel=one_of(SV_PANELS),
+
+
+# Post-analysis and paplot (rules/post_analysis.smk, rules/paplot.smk): the cohort's name, its
+# tables and the report's inputs. The cohort's name: a Genomon sheet's file name without its
+# extension (as Genomon names it), else config `cohort`, else the samples table's file name
+# without its extension.
+from genomon_smk.steps.post_analysis import (
+    CASES,
+    case_of,
+    merged_name,
+)
+
+
+def cohort_name():
+    if "genomon_sample_sheet" in config:
+        if config["cohort"] is not None:
+            raise WorkflowError(
+                "invalid config:\n"
+                + key_problem(
+                    ("cohort",),
+                    "with genomon_sample_sheet, the sheet's file name names the cohort, "
+                    "as in Genomon; leave this key out",
+                    CONFIG_FILES,
+                )
+            )
+        return os.path.splitext(os.path.basename(config["genomon_sample_sheet"]))[0]
+    if config["cohort"] is not None:
+        return config["cohort"]
+    return os.path.splitext(os.path.basename(config["samples"]))[0]
+
+
+COHORT_NAME = cohort_name()
+POST_ANALYSIS_DIR = f"{OUTPUT_DIR}/post_analysis/{COHORT_NAME}"
+
+
+def post_analysis_cases(pairs):
+    """(tumor, Genomon's case) of pairs, in sample-sheet order."""
+    return [(tumor, case_of(pair.normal, pair.panel)) for tumor, pair in pairs.items()]
+
+
+def post_analysis_tables(mode, pairs):
+    """The tables a mode's merge writes for pairs: {key: path}, keys `all`, `filt_all`,
+    `{case}`, `filt_{case}` for the cases with a tumor (none without pairs)."""
+    cases = {case for _, case in post_analysis_cases(pairs)}
+    if not cases:
+        return {}
+    return {
+        ("filt_" if filtered else "")
+        + (case or "all"): (f"{POST_ANALYSIS_DIR}/{merged_name(mode, filtered, case)}")
+        for filtered in (False, True)
+        for case in (None, *(name for name, _, _ in CASES if name in cases))
+    }
+
+
+def post_analysis_samples(pairs, result):
+    """The merge's arguments: --sample ID CASE RESULT FILTERED per tumor, in sample-sheet order."""
+    return [
+        field
+        for tumor, case in post_analysis_cases(pairs)
+        for field in (
+            "--sample",
+            tumor,
+            case,
+            result(tumor, ".txt"),
+            result(tumor, ".filt.txt"),
+        )
+    ]
+
+
+MUTATION_TABLES = post_analysis_tables("mutation", PAIRS)
+SV_TABLES = post_analysis_tables("sv", SV_PAIRS)
+MERGE_QC = f"{POST_ANALYSIS_DIR}/merge_qc.txt"
+
+
+PAPLOT_DIR = f"{OUTPUT_DIR}/paplot/{COHORT_NAME}"
+# Genomon's paplot command: the venv's (bin/install), or the conda env's.
+PAPLOT = "paplot" if CONDA else shlex.quote(str(Path(sys.executable).parent / "paplot"))
+
+
+def paplot_tables(tables):
+    """The filtered tables the report draws, as Genomon picks them: pair + control panel always,
+    pair with paplot.include_unpanel, tumor + panel with include_unpair, tumor alone with both.
+    """
+    wanted = {
+        "pair_controlpanel": True,
+        "pair": config["paplot"]["include_unpanel"],
+        "unpair_controlpanel": config["paplot"]["include_unpair"],
+        "unpair": config["paplot"]["include_unpanel"]
+        and config["paplot"]["include_unpair"],
+    }
+    return [
+        tables[f"filt_{case}"]
+        for case, on in wanted.items()
+        if on and f"filt_{case}" in tables
+    ]
+
+
+PAPLOT_INPUTS = {
+    "qc": [MERGE_QC] if QC_SAMPLES else [],
+    "sv": paplot_tables(SV_TABLES),
+    "mutation": paplot_tables(MUTATION_TABLES),
+}
+# paplot's subcommand, title and overview per report (Genomon's).
+PAPLOT_REPORTS = {
+    "qc": ("qc", "QC graphs", "Quality Control of bam."),
+    "sv": ("ca", "SV graphs", "Structural Variation."),
+    "mutation": ("mutation", "Mutation matrix", "Gene-sample mutational profiles."),
+}
+
+
+def paplot_commands(wildcards, input):
+    """One paplot command per report that has tables (the mutation report reads the table the
+    config step writes in the work directory)."""
+    title = shlex.quote(config["paplot"]["title"])
+    commands = []
+    for kind, (command, heading, overview) in PAPLOT_REPORTS.items():
+        if not PAPLOT_INPUTS[kind]:
+            continue
+        tables = (
+            '"$work/mutation.txt"'
+            if kind == "mutation"
+            else shlex.quote(",".join(input[kind]))
+        )
+        commands.append(
+            f'{PAPLOT} {command} {tables} "$out_dir" {title} '
+            f'--config_file "$work/paplot.cfg" --title {shlex.quote(heading)} '
+            f"--overview {shlex.quote(overview)} --ellipsis {kind}"
+        )
+    return "\n".join(commands)

@@ -42,12 +42,16 @@ def release_run_lock():
 def unlock_output_dir_too(snakemake_unlock):
     """`snakemake --unlock` reads the workflow, then calls workflow.unlock() (Snakemake 9 has no
     setting the workflow could read at parse time for it): clear the output directory's lock
-    too."""
+    too, but neither lock while the run that holds ours is alive on this host."""
 
     def unlock():
+        if run_lock.alive_here(RUN_LOCK, THIS_RUN.host):
+            print(run_lock.clear(RUN_LOCK, THIS_RUN.host), file=sys.stderr)
+            return
         snakemake_unlock()
         print(
-            run_lock.clear(RUN_LOCK) or f"genomon-smk: {RUN_LOCK} was not there",
+            run_lock.clear(RUN_LOCK, THIS_RUN.host)
+            or f"genomon-smk: {RUN_LOCK} was not there",
             file=sys.stderr,
         )
 

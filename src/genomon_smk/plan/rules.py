@@ -70,6 +70,11 @@ RULES: tuple[Rule, ...] = (
     Rule("duplication_metrics", "qc", "mapped qc sample"),
     Rule("sv_multiqc_tables", "qc", "sv qc run"),
     Rule("multiqc", "qc", "qc run"),
+    # Genomon's post-analysis (one job per mode, over the whole cohort) and its paplot report.
+    Rule("post_analysis_mutation", "post analysis", "mutation run"),
+    Rule("post_analysis_sv", "post analysis", "sv run"),
+    Rule("post_analysis_qc", "post analysis", "qc run"),
+    Rule("paplot", "paplot", "post-analysis run"),
     Rule("utilisation_timeline", "qc", "run"),
 )
 

@@ -169,11 +169,21 @@ def release(path: str, me: Holder) -> bool:
     return True
 
 
-def clear(path: str) -> str | None:
-    """Remove the lock whoever holds it (snakemake --unlock): what was removed, or None."""
+def alive_here(path: str, host: str, alive: Callable[[int], bool] = pid_alive) -> bool:
+    """Whether the lock's run is alive on this host."""
+    _, holder = read_holder(path)
+    return holder is not None and holder.host == host and alive(holder.pid)
+
+
+def clear(path: str, host: str, alive: Callable[[int], bool] = pid_alive) -> str | None:
+    """Remove the lock (snakemake --unlock): what was removed, or None when there was none. A lock
+    of a run that is alive on this host is kept (its run would go on beside the next one)."""
     exists, holder = read_holder(path)
     if not exists:
         return None
+    if alive_here(path, host, alive):
+        return (f"genomon-smk: kept the output directory's lock {path} and Snakemake's: its run is "
+                f"still running ({describe(holder)}); stop it first")
     try:
         os.unlink(path)
     except FileNotFoundError:

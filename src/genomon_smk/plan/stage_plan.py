@@ -81,6 +81,11 @@ class CohortShape:
             "sv sample": self.sv_samples,
             "sv panel": self.sv_panels,
             "sv pair": self.sv_pairs,
+            # Post-analysis: one merge job per mode that has something to merge; the report
+            # when any has.
+            "mutation run": 1 if self.pairs else 0,
+            "sv run": 1 if self.sv_pairs else 0,
+            "post-analysis run": 1 if self.pairs or self.sv_pairs or qc_samples else 0,
         }[unit]
 
 

@@ -153,8 +153,8 @@ def _code(features: Sequence[int], fdim: Sequence[int]) -> int:
 def encode(features: np.ndarray, fdim: Sequence[int]) -> np.ndarray:
     """Mixed-radix code (first feature most significant) of feature rows [n, L]."""
     code = np.zeros(len(features), dtype=np.int64)
-    for l, d in enumerate(fdim):
-        code = code * d + features[:, l]
+    for feature, d in enumerate(fdim):
+        code = code * d + features[:, feature]
     return code
 
 
@@ -162,9 +162,9 @@ def decode(codes: np.ndarray, fdim: Sequence[int]) -> np.ndarray:
     """Inverse of :func:`encode`: feature rows [n, L] of integer codes."""
     codes = np.asarray(codes, dtype=np.int64)
     out = np.empty((len(codes), len(fdim)), dtype=np.int64)
-    for l in range(len(fdim) - 1, -1, -1):
-        out[:, l] = codes % fdim[l]
-        codes = codes // fdim[l]
+    for feature in range(len(fdim) - 1, -1, -1):
+        out[:, feature] = codes % fdim[feature]
+        codes = codes // fdim[feature]
     return out
 
 
@@ -500,7 +500,7 @@ class Model:
     background: np.ndarray | None   # [M] b(m) of the observed patterns, or None
 
     def __post_init__(self):
-        self.indicators = [np.eye(d)[self.features[:, l]] for l, d in enumerate(self.fdim)]
+        self.indicators = [np.eye(d)[self.features[:, feature]] for feature, d in enumerate(self.fdim)]
         self.sparse = hasattr(self.counts, "tocsr")
         if self.sparse:
             self.counts = self.counts.tocsr().astype(np.float64)
@@ -514,8 +514,8 @@ class Model:
     def pattern_probabilities(self, F: list[np.ndarray]) -> np.ndarray:
         """P [M, K]: prod_l f_{k,l}(m_l) per variable signature, then the background column."""
         P = np.ones((self.features.shape[0], F[0].shape[0]))
-        for l, f in enumerate(F):
-            P *= f.T[self.features[:, l]]
+        for feature, f in enumerate(F):
+            P *= f.T[self.features[:, feature]]
         return P if self.background is None else np.column_stack([P, self.background])
 
     def loglik(self, params: Params) -> float:
@@ -611,10 +611,10 @@ def m_step(counts: np.ndarray, theta: np.ndarray, features: np.ndarray, fdim: Se
     Q = _normalise(weighted.sum(axis=1))
     per_pattern = weighted.sum(axis=0)[:, :n_variable]            # [M, S]
     F = []
-    for l, d in enumerate(fdim):
+    for feature, d in enumerate(fdim):
         f = np.zeros((n_variable, d))
         for v in range(d):
-            f[:, v] = per_pattern[features[:, l] == v].sum(axis=0)
+            f[:, v] = per_pattern[features[:, feature] == v].sum(axis=0)
         F.append(_normalise(f))
     return Params(F, Q)
 
@@ -766,7 +766,7 @@ def result_json(catalog: Catalog, result: FitResult) -> dict:
         ref, alt, strand = [], [], []
         for s in range(S):
             sub = F[0][s]
-            flanks = [[_trunc(x, digits) for x in F[l][s]] for l in range(1, 5)]
+            flanks = [[_trunc(x, digits) for x in F[feature][s]] for feature in range(1, 5)]
             centre = [0, _trunc(sub[0] + sub[1] + sub[2], digits), 0,
                       _trunc(sub[3] + sub[4] + sub[5], digits)]
             ref.append(flanks[:2] + [centre] + flanks[2:])

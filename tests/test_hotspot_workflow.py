@@ -10,8 +10,8 @@ import sys
 import pysam
 import pytest
 
-from conftest import (result_rows as rows_without_meta, reuse_mapped_samples, run_scenario, run_snakemake,
-                      scenario_variant)
+from conftest import (result_rows as rows_without_meta, retuned_jobs, reuse_mapped_samples, run_scenario,
+                      run_snakemake, scenario_variant)
 from genomon_smk.tools import mutil
 from test_mutation_workflow import result_rows
 
@@ -130,6 +130,13 @@ def test_fisher_rows_are_the_default_runs_and_only_hotspot_rows_are_added(hotspo
     order = {"chr1": 0, "chr2": 1, "chr3": 2}
     starts = [(order[row["Chr"]], int(row["Start"])) for row in rows]
     assert starts == sorted(starts)
+
+
+def test_retuning_mutil_with_a_hotspot_database_reruns_only_the_filter(hotspot_run, scenario_root):
+    """The filter's options (the database among them) are a recorded parameter of its job."""
+    planned = retuned_jobs(scenario_root / "config-hotspot" / "config.yaml", "mutation_util", "pair_params",
+                           "--fish_pval 1.0 --realign_pval 1.0 --eb_pval 0.5 --tcount 4 --ncount 2")
+    assert set(planned) == {"filter_mutation", "mutation_summary", "utilisation_timeline", "all"}
 
 
 def test_vcf_marks_hotspot_rows_with_a_flag_and_the_lod(hotspot_run):

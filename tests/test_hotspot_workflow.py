@@ -13,7 +13,7 @@ import pytest
 from conftest import (result_rows as rows_without_meta, retuned_jobs, reuse_mapped_samples, run_scenario,
                       run_snakemake, scenario_variant)
 from genomon_smk.tools import mutil
-from test_mutation_workflow import result_rows
+from test_mutation_workflow import MUTATION_FILTER_JOBS, result_rows
 
 pytestmark = pytest.mark.workflow
 PANEL = ["pon1", "pon2", "pon3"]
@@ -136,7 +136,7 @@ def test_retuning_mutil_with_a_hotspot_database_reruns_only_the_filter(hotspot_r
     """The filter's options (the database among them) are a recorded parameter of its job."""
     planned = retuned_jobs(scenario_root / "config-hotspot" / "config.yaml", "mutation_util", "pair_params",
                            "--fish_pval 1.0 --realign_pval 1.0 --eb_pval 0.5 --tcount 4 --ncount 2")
-    assert set(planned) == {"filter_mutation", "mutation_summary", "utilisation_timeline", "all"}
+    assert set(planned) == MUTATION_FILTER_JOBS
 
 
 def test_vcf_marks_hotspot_rows_with_a_flag_and_the_lod(hotspot_run):

@@ -139,9 +139,11 @@ def test_upstream_mutation_tools_are_taken_from_path(pipeline_run, testdata, tmp
 
 # What retuning a final filter reruns: the filter's own job and what reads its result, never the
 # calls before it (the per-region calls' files are temporary: rerunning them is a genome's work).
-MUTATION_FILTER_JOBS = {"filter_mutation", "mutation_summary", "utilisation_timeline", "all"}
-SV_FILTER_JOBS = {"sv_utils_filter", "sv_vcf", "sv_summary", "sv_multiqc_tables", "multiqc", "utilisation_timeline",
-                  "all"}
+# (The cohort's post-analysis table of the filtered calls and its paplot report read them too.)
+MUTATION_FILTER_JOBS = {"filter_mutation", "mutation_summary", "post_analysis_mutation", "paplot",
+                        "utilisation_timeline", "all"}
+SV_FILTER_JOBS = {"sv_utils_filter", "sv_vcf", "sv_summary", "sv_multiqc_tables", "multiqc", "post_analysis_sv",
+                  "paplot", "utilisation_timeline", "all"}
 
 
 @pytest.mark.parametrize("section, key, value, jobs", [

@@ -15,7 +15,7 @@ import pysam
 import pytest
 
 from conftest import SCENARIO_DIRS, result_rows as rows_without_meta, retuned_jobs, run_scenario, run_snakemake
-from test_mutation_workflow import called, result_rows, truth_sites
+from test_mutation_workflow import MUTATION_FILTER_JOBS, called, result_rows, truth_sites
 from test_post_analysis_workflow import check_paplot, check_post_analysis, with_rows
 from test_sv import planted_svs, score, sv_file, sv_rows
 
@@ -107,8 +107,7 @@ def test_tumor_without_normal(scenario_root, pipeline_run, testdata, name, panel
     assert vcf_samples(sv_file(results, "tumor", ".filt.vcf.gz")) == ["tumor"]
     # The second day: mutil's single mode retuned reruns its filter only, not the calls.
     assert set(retuned_jobs(scenario_root / name / "config.yaml", "mutation_util", "single_params",
-                            "--post10q 0.2 --r_post10q 0.2 --count 4")) == {
-        "filter_mutation", "mutation_summary", "utilisation_timeline", "all"}
+                            "--post10q 0.2 --r_post10q 0.2 --count 4")) == MUTATION_FILTER_JOBS
 
 
 def test_two_pairs_sharing_a_normal_map_it_once(scenario_root, pipeline_run, testdata):

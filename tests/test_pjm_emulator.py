@@ -448,13 +448,16 @@ def test_snakemake_interrupt_cancels_pjm_job(pjm):
          "--seconds-between-status-checks", "1"],
         cwd=pjm.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        submitted_by = time.time() + 60
-        while not pjm.rows() and time.time() < submitted_by:
-            time.sleep(0.2)
+        # SIGINT only once Snakemake has taken the job id from pjsub's answer: before that it has
+        # nothing to cancel (under load that came later than the job's start).
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if "with external jobid" in line:
+                break
         pjm.wait_state("1", "RUN")
-        time.sleep(1)
         proc.send_signal(signal.SIGINT)
-        log = proc.communicate(timeout=60)[0]
+        log = "".join(seen) + proc.communicate(timeout=60)[0]
     finally:
         proc.kill()
     assert proc.returncode != 0

@@ -254,10 +254,11 @@ def save_config(config, directory, overrides):
     return path
 
 
-def run_snakemake(config_path, *args, check=True, env=None):
-    """Run the workflow from the repository root (RUN_DIR), as the README says."""
+def run_snakemake(config_path, *args, check=True, env=None, cwd=None):
+    """Run the workflow from the repository root (RUN_DIR, or cwd: a view of it), as the README
+    says."""
     command = [SNAKEMAKE, "--profile", "profiles/local", "--configfile", str(config_path), "--cores", "2", *args]
-    result = subprocess.run(command, cwd=RUN_DIR, capture_output=True, text=True, env=env)
+    result = subprocess.run(command, cwd=cwd or RUN_DIR, capture_output=True, text=True, env=env)
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}")
     return result
@@ -344,7 +345,13 @@ def run_scenario(root, name, *args, reuse=(), check=True):
     if reuse:
         reuse_mapped_samples(scenario_output(root, "config"), results, reuse)
     result = run_snakemake(root / name / "config.yaml", *args, check=check)
+    # Snakemake's record of what made each output (params, code) is in the working directory's
+    # .snakemake/: a later dry run of this scenario in another worker's view would not see it.
+    (root / name / MADE_IN).write_text(str(RUN_DIR))
     return results, result
+
+
+MADE_IN = ".run_from"
 
 
 @pytest.fixture(scope="session")
@@ -529,5 +536,6 @@ def retuned_jobs(config_path, section, key, value):
     config.setdefault(section, {})[key] = value
     retuned = Path(config_path).with_name(f"retuned-{section}-{key}.yaml")
     retuned.write_text(yaml.safe_dump(config))
-    result = run_snakemake(retuned, "-n")
+    made_in = Path(config_path).with_name(MADE_IN)
+    result = run_snakemake(retuned, "-n", cwd=made_in.read_text() if made_in.exists() else None)
     return job_stats(result.stdout + result.stderr)

@@ -68,12 +68,13 @@ def relative(path: str, output_dir: str) -> str:
     return os.path.relpath(path, output_dir) if path.startswith(output_dir + os.sep) else path
 
 
-def pair_table(pairs: list[PairFiles], output_dir: str) -> list[str]:
-    """One line per pair: calls kept and removed by mutil filter, SV junctions kept, the result."""
+def pair_table(pairs: list[PairFiles], kept_calls: dict[str, int | None], output_dir: str) -> list[str]:
+    """One line per pair: calls kept (kept_calls, by tumor) and removed by mutil filter, SV
+    junctions kept, the result."""
     width = max([len("pair")] + [len(pair.tumor) for pair in pairs])
     lines = [f"  {'pair':<{width}}  {'kept':>6}  {'removed':>7}  {'SVs':>5}  filtered result"]
     for pair in pairs:
-        kept, everything = count_calls(pair.filtered), count_calls(pair.result)
+        kept, everything = kept_calls[pair.tumor], count_calls(pair.result)
         removed = everything - kept if kept is not None and everything is not None else None
         svs = count_junctions(pair.sv_filtered) if pair.sv_filtered else None
         lines.append(
@@ -83,13 +84,14 @@ def pair_table(pairs: list[PairFiles], output_dir: str) -> list[str]:
     return lines
 
 
-def empty_after_warning(pairs: list[PairFiles], warnings: list[PlanWarning]) -> list[str]:
-    """Pairs whose filtered result has no call although a warning was about them."""
+def empty_after_warning(kept_calls: dict[str, int | None], warnings: list[PlanWarning]) -> list[str]:
+    """Pairs whose filtered result has no call (kept_calls, by tumor) although a warning was
+    about them."""
     warned = set().union(*(warning.tumors for warning in warnings)) if warnings else set()
     return [
-        f"  {pair.tumor}: no call kept by the final filter, as a warning above foresaw"
-        for pair in pairs
-        if pair.tumor in warned and count_calls(pair.filtered) == 0
+        f"  {tumor}: no call kept by the final filter, as a warning above foresaw"
+        for tumor, kept in kept_calls.items()
+        if tumor in warned and kept == 0
     ]
 
 
@@ -103,8 +105,10 @@ def summary(
     """The closing lines. places: what else to point at (label -> path or command), in order."""
     head = "will be written to" if dry_run else "are in"
     lines = [f"genomon-smk: the results {head} {output_dir}"]
+    # Each filtered result read once: for the table and for the pairs left empty.
+    kept_calls = {} if dry_run else {pair.tumor: count_calls(pair.filtered) for pair in pairs}
     if pairs and not dry_run:
-        lines += pair_table(pairs, output_dir)
+        lines += pair_table(pairs, kept_calls, output_dir)
     elif pairs:
         lines.append(
             f"  {len(pairs)} pair(s): mutation/<tumor>/<tumor>.genomon_mutation.result.filt.txt"
@@ -115,6 +119,5 @@ def summary(
     if warnings:
         lines.append(f"genomon-smk: {len(warnings)} warning(s) of the plan, repeated:")
         lines += [f"  {line}" for warning in warnings for line in warning.text.splitlines()]
-    if not dry_run:
-        lines += empty_after_warning(pairs, warnings)
+    lines += empty_after_warning(kept_calls, warnings)
     return "\n".join(lines)

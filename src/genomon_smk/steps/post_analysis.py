@@ -23,6 +23,8 @@ import os
 import sys
 from dataclasses import dataclass
 
+from genomon_smk.steps import exit_status
+
 # Genomon's four cases, in its order: (name, matched normal, control panel).
 CASES = (
     ("pair_controlpanel", True, True),
@@ -270,7 +272,8 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
+
+    def run() -> None:
         if args.command == "merge":
             unknown = sorted({case for _, case, _, _ in args.sample} - {name for name, _, _ in CASES})
             if unknown:
@@ -279,10 +282,8 @@ def main(argv=None):
                 print(f"{name}: {rows} rows", file=sys.stderr)
         else:
             print(f"merge_qc.txt: {write_qc([tuple(sample) for sample in args.sample], args.out)} samples", file=sys.stderr)
-    except (ValueError, OSError) as error:
-        print(f"genomon_smk.steps.post_analysis {args.command}: {error}", file=sys.stderr)
-        return 1
-    return 0
+
+    return exit_status(f"genomon_smk.steps.post_analysis {args.command}", run, (ValueError, OSError))
 
 
 if __name__ == "__main__":

@@ -152,7 +152,8 @@ def test_a_bam_imported_onto_itself_is_refused(tmp_path, testdata):
 
 
 def test_an_empty_qc_section_means_no_qc(tmp_path, testdata):
-    from test_stage_plan import job_stats, printed_plan
+    from conftest import job_stats
+    from test_stage_plan import printed_plan
 
     fastq = testdata / "fastq"
     sheet = tmp_path / "sample_sheet.tsv"

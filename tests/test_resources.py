@@ -11,7 +11,7 @@ from pathlib import Path
 import pysam
 import pytest
 
-from conftest import RUN_DIR, SNAKEMAKE, run_snakemake, scenario_variant, write_config
+from conftest import RUN_DIR, SNAKEMAKE, job_stats, run_snakemake, scenario_variant, write_config
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, bwa_contigs, reference_files
 from genomon_smk.plan.regions import read_fai
 from genomon_smk.plan.resources import (
@@ -26,7 +26,7 @@ from genomon_smk.plan.resources import (
 from genomon_smk.plan.rules import SETUP_RULES, SETUP_STAGE
 from genomon_smk.steps.reference_setup import build_simple_repeat_db, concatenate_fasta
 from test_mutation_workflow import result_path, result_rows
-from test_stage_plan import job_stats, printed_plan
+from test_stage_plan import printed_plan
 
 
 
@@ -167,10 +167,7 @@ def test_the_database_is_the_ucsc_table_without_its_bin_column_sorted_and_indexe
 
 def setup_jobs(result):
     """The set-up jobs of a dry run (Snakemake's Job stats), by rule."""
-    output = result.stdout + result.stderr
-    if "Nothing to be done" in output:
-        return {}
-    return {rule: count for rule, count in job_stats(output).items() if rule in SETUP_RULES}
+    return {rule: count for rule, count in job_stats(result.stdout + result.stderr).items() if rule in SETUP_RULES}
 
 
 @pytest.mark.workflow

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import REPO, SCENARIO_DIRS, run_snakemake, write_config
+from conftest import REPO, SCENARIO_DIRS, job_stats, run_snakemake, write_config
 from genomon_smk.plan.stage_plan import (
     STAGES,
     TARGET_RULE,
@@ -112,18 +112,6 @@ def printed_plan(output: str) -> tuple[dict[str, int], dict[str, int]]:
         elif stage and stage.group(1) in names:
             stages[stage.group(1)] = int(stage.group(2))
     return stages, rules
-
-
-def job_stats(output: str) -> dict[str, int]:
-    """Snakemake's Job stats table: jobs per rule (the first table of the output)."""
-    block = output[output.index("Job stats:"):]
-    counts = {}
-    for line in block.splitlines()[3:]:
-        match = re.match(r"^(\w+) +(\d+)$", line)
-        if not match or match.group(1) == "total":
-            break
-        counts[match.group(1)] = int(match.group(2))
-    return counts
 
 
 @pytest.mark.workflow

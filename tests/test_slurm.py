@@ -145,6 +145,58 @@ def test_slurm_allocation_profile_runs_rule_jobs_as_steps_of_one_allocation(
     assert_same_pair_results(project / "results", request)
 
 
+# A rule that needs more memory than it asks for on its first attempt, and one whose tool fails,
+# with the project's retry mechanism (workflow/rules/retries.smk) included as the pipeline does.
+RETRY_SNAKEFILE = """
+rule all:
+    input: "grown.txt", "broken.txt"
+
+rule grow:
+    output: "grown.txt"
+    log: "logs/grow.log"
+    resources: mem_mb=400
+    shell: "echo {resources.mem_mb} >> grow-attempts.txt; python3 -c 'b = bytes(1) * (350 << 20); import time; time.sleep(3)'; touch {output}"
+
+rule broken:
+    output: "broken.txt"
+    log: "logs/broken.log"
+    resources: mem_mb=400
+    shell: "echo {resources.mem_mb} >> broken-attempts.txt; exit 3"
+
+include: "RETRIES"
+"""
+
+
+def test_slurm_retry_grows_the_memory_a_job_was_short_of_and_does_not_rerun_a_tool_error(slurm, tmp_path):
+    """A job Slurm kills for using more memory than it asked for is retried with twice the
+    memory and succeeds; a job whose tool fails is not run again (its second attempt ends at
+    once with the first error). Memory, not run time: Slurm's shortest time limit is a minute
+    and its time-limit check runs every 30 s, so a timeout test would take minutes; this test
+    Slurm (no cgroups) enforces memory by sampling each step every second (OverMemoryKill) and
+    reports the job FAILED with `exceeded memory limit` in its log, which is read like the
+    OUT_OF_MEMORY / TIMEOUT states a cgroup cluster reports (tests/test_retries.py)."""
+    (tmp_path / "Snakefile").write_text(
+        RETRY_SNAKEFILE.replace("RETRIES", str(REPO / "workflow" / "rules" / "retries.smk")))
+    rc, output = run_interruptible(
+        ["--executor", "slurm", "--jobs", "2", "--retries", "1", "--keep-going", "--slurm-status-command", "squeue",
+         "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
+         "--latency-wait", "5", "--default-resources", "slurm_partition=debug", "runtime=5"],
+        cwd=tmp_path, timeout=150)
+    assert rc != 0, output[-3000:]  # the broken rule fails for good
+    assert (tmp_path / "grown.txt").exists(), output[-5000:]
+    # Submitted with 400 MB, killed (the job's Snakemake and the tool are over it), resubmitted
+    # with 800 MB, which the job itself sees too (the last attempt's line).
+    submitted = re.findall(r"rule grow:\n(?:    .*\n)*?    resources: .*?mem_mb=(\d+)", output)
+    assert submitted == ["400", "800"], output[-5000:]
+    assert (tmp_path / "grow-attempts.txt").read_text().split()[-1] == "800", output[-5000:]
+    killed = (tmp_path / ".snakemake" / "slurm_logs" / "rule_grow").glob("*.log")
+    assert any("exceeded memory limit" in path.read_text() for path in killed), output[-5000:]
+    # The tool of the broken rule ran once; its second attempt was a Slurm job that did no work.
+    assert (tmp_path / "broken-attempts.txt").read_text().split() == ["400"], output[-5000:]
+    refused = [path.read_text() for path in (tmp_path / ".snakemake" / "slurm_logs" / "rule_broken").glob("*.log")]
+    assert any("attempt 2 of this job does not run" in text and "'FAILED'" in text for text in refused), refused
+
+
 # Last: a worker is given its next module when one test of this one is left (tests/conftest.py),
 # so that the one left is this short one, not a profile run.
 def test_start_slurm_rerun_keeps_running_daemons(slurm):

@@ -1,0 +1,248 @@
+"""Retries that grow what a job was short of, and no blind retries of anything else.
+
+The cluster profiles set `retries: 1`, and Snakemake resubmits a failed job whatever killed it.
+Here, in the Snakemake process, the failure each executor reports is read as it is logged (the
+message of the Slurm plugin, `SLURM status is: 'TIMEOUT'`; of the PJM plugin, `elapse limit
+exceeded (... PJM CODE 11 ...)`; and the tail of the scheduler's own job log it names, where
+slurmstepd writes `CANCELLED ... DUE TO TIME LIMIT` or `exceeded memory limit`):
+
+- short of run time or memory (LLIO/local disk on PJM): the next attempt asks for that resource
+  times (1 + the earlier attempts short of it) -- `runtime` x 2 after one timeout -- whatever
+  the value came from (the rule table genomon_smk.plan.rules, the profile's default-resources,
+  a --set-resources); the other resources stay;
+- a node failure: retried as it was;
+- anything else (a tool's error, bad input, a cancelled job): the next attempt does no work. The
+  Snakemake process writes the first error to a marker file (.snakemake/genomon-retry/, keyed by
+  the job's log file); the job process of the next attempt finds it when it evaluates the job's
+  resources, before the rule runs, and fails at once with that error.
+
+Why a marker in the job and not a refusal in the Snakemake process: Snakemake retries every
+failed job its rule allows (`retries`), and offers no hook to refuse one retry: a resource
+function that raised in the Snakemake process would end the whole run (and --keep-going with
+it), where the job process raising fails only that job. The cost of a refused retry is one
+short scheduler job, not the work again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+
+# What each resource is called, and the words that say a job ran out of it. Matched
+# case-insensitively in the executor's message and the tail of the job's scheduler log.
+GROWN: dict[str, tuple[str, ...]] = {
+    # Slurm's job states; slurmstepd's notice in the job's log; PJM's end codes 11 (elapse), 12
+    # and 23 (memory), 13 (disk: LLIO localtmp/sharedtmp) as the PJM plugin words them.
+    "runtime": ("'TIMEOUT'", "DUE TO TIME LIMIT", "elapse limit exceeded"),
+    "mem_mb": ("'OUT_OF_MEMORY'", "exceeded memory limit", "oom_kill", "oom-kill", "memory limit exceeded",
+               "killed by the OOM killer"),
+    "pjm_localtmp": ("disk usage limit exceeded",),
+}
+# A failure of the machine, not of the job: retried as it was.
+NODE_FAILURE = ("'NODE_FAIL'", "'BOOT_FAIL'", "node down", "ICC (interconnect) error", "HA failure")
+# How much of a job's scheduler log (its end) is read for the words above.
+LOG_TAIL_BYTES = 8192
+MARKER_DIR = ".snakemake/genomon-retry"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What one failed attempt was short of (resource names), whether the node failed, and
+    the words the executor reported."""
+
+    short_of: frozenset[str]
+    node: bool
+    reported: str
+
+    @property
+    def retried(self) -> bool:
+        return bool(self.short_of) or self.node
+
+
+def classify(reported: str) -> Failure:
+    """The Failure an executor's message (plus the tail of the job's scheduler log) tells."""
+    text = reported.lower()
+    short = frozenset(name for name, signs in GROWN.items() if any(sign.lower() in text for sign in signs))
+    node = any(sign.lower() in text for sign in NODE_FAILURE)
+    return Failure(short, node, reported.strip())
+
+
+def log_tail(path: str) -> str:
+    """The last LOG_TAIL_BYTES of a file, "" if it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.path.getsize(path) - LOG_TAIL_BYTES))
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def marker_path(log: str, workdir: str = ".") -> str:
+    """Where the first error of the job whose (first) log file is `log` is kept for its next
+    attempt: one small file per job under .snakemake/ of the working directory, which the
+    cluster jobs share."""
+    key = hashlib.sha1(os.path.normpath(log).encode()).hexdigest()[:20]
+    return os.path.join(workdir, MARKER_DIR, key)
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
+
+
+def scaled(value, factor: int):
+    """A resource value times factor: a number, or a size such as PJM's '16Gi' (kept in its
+    unit, rounded up); anything else (an unevaluated value) as it is."""
+    if factor == 1 or isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return int(value * factor)
+    if isinstance(value, str) and (found := _SIZE.fullmatch(value)):
+        number = float(found.group(1)) * factor
+        return f"{int(number) if number == int(number) else int(number) + 1}{found.group(2)}"
+    return value
+
+
+@dataclass
+class Attempts:
+    """The failures of this run's jobs, by their (first) log file, as the Snakemake process saw
+    them; each job's state is also written to its marker file for the job process of its next
+    attempt: {"short_of": {resource: attempts short of it}, "stop": first error or null}."""
+
+    workdir: str = "."
+    jobs: dict[str, dict] = field(default_factory=dict)
+
+    def failed(self, log: str, failure: Failure) -> None:
+        """Record one failed attempt: count what it was short of; or, for a failure that is
+        not retried, keep its words for the next attempts (the first such error of this run)."""
+        log = os.path.normpath(log)
+        state = self.jobs.setdefault(log, {"short_of": {}, "stop": None})
+        if failure.retried:
+            for resource in failure.short_of:
+                state["short_of"][resource] = state["short_of"].get(resource, 0) + 1
+            state["stop"] = None
+        elif state["stop"] is None:  # else a refused attempt failing: keep the first error
+            state["stop"] = failure.reported or "(no reason reported)"
+        path = marker_path(log, self.workdir)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(f"{path}.tmp", "w") as out:
+            json.dump(state, out)
+        os.replace(f"{path}.tmp", path)
+
+    def state(self, log: str, in_job: bool) -> dict:
+        """The job's state: this process's record, or in a job process its marker file."""
+        log = os.path.normpath(log)
+        if not in_job:
+            return self.jobs.get(log, {})
+        try:
+            with open(marker_path(log, self.workdir)) as marker:
+                return json.load(marker)
+        except (OSError, ValueError):
+            return {}
+
+    def factor(self, log: str, resource: str, in_job: bool = False) -> int:
+        """1 + the earlier attempts of the job that were short of `resource`."""
+        return 1 + self.state(log, in_job).get("short_of", {}).get(resource, 0)
+
+
+def refusal(state: dict, log: str, attempt: int) -> str | None:
+    """In the job process of attempt > 1: why this attempt is not run (the first error of an
+    earlier attempt that was not short of a resource), or None."""
+    if not state.get("stop"):
+        return None
+    return (
+        f"attempt {attempt} of this job does not run: an earlier attempt failed, and not for lack "
+        f"of memory, run time or local disk (those retries get more of it), so it would fail the "
+        f"same way. Its error: {state['stop'].strip()} (the rule's log: {log}). Fix the cause and rerun."
+    )
+
+
+def first_log(logs) -> str | None:
+    """A job's first log file as the error record lists it ('path' or 'path (flags)')."""
+    for entry in logs or ():
+        return str(entry).split(" (", 1)[0]
+    return None
+
+
+class FailureHandler(logging.Handler):
+    """Reads Snakemake's job error records (the `extra` of its log events: rule_msg, log,
+    aux_logs, job_error_info) into an Attempts. A group job's record carries no message in
+    Snakemake 9 (GroupJob.log_error drops it): its scheduler log is read. An executor that
+    reports no reason (cluster-generic, whose status scripts say only `failed`; the local
+    executor) gives a failure that is not retried."""
+
+    def __init__(self, attempts: Attempts):
+        super().__init__(logging.ERROR)
+        self.attempts = attempts
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            event = str(getattr(record, "event", ""))
+            if event.endswith("job_error") and not getattr(record, "indent", False):
+                # (indented: a member of a group job, after the group's record)
+                self.job_failed(getattr(record, "rule_msg", None) or "", getattr(record, "log", []))
+            elif event.endswith("group_error"):
+                aux_logs = list(getattr(record, "aux_logs", []) or [])
+                for info in getattr(record, "job_error_info", []) or []:
+                    logs = list(info.get("log", []) or [])
+                    self.job_failed(f"group job {getattr(record, 'groupid', '')} failed", logs[:1] + aux_logs)
+        except Exception:  # never let the bookkeeping break Snakemake's logging
+            self.handleError(record)
+
+    def job_failed(self, message: str, logs: list) -> None:
+        log = first_log(logs)
+        if log is None:
+            return
+        failure = classify(message)
+        if not failure.retried:
+            # The scheduler's log (listed after the rule's own) may say what the message does not.
+            failure = classify(message + "\n" + "".join(log_tail(first_log([path])) for path in list(logs)[1:]))
+        named = ", ".join(first_log([path]) for path in logs)
+        self.attempts.failed(log, Failure(failure.short_of, failure.node, f"{message.strip()} [logs: {named}]"))
+
+
+def grow_on_retry(workflow, attempts: Attempts) -> None:
+    """Make every rule's run time, memory and PJM local disk grow on the attempts after one short
+    of them, and make the job process of an attempt after a failure that is not retried fail at
+    once (refusal). Call once all rules are defined.
+
+    Snakemake internals (9.x, the one place here): a rule's `resources` (a Resources mapping of
+    Resource, after default-resources, the rule's own and set-resources are applied) and
+    Resource.evaluate; `workflow.attempt` is the job process's --attempt once it executes (1 in
+    the Snakemake process, which passes each job's attempt to resource functions at submission)."""
+    from snakemake.resources import Resource
+
+    for rule in workflow.rules:
+        logs = list(rule.log)
+        if not logs:
+            continue
+        for name in GROWN:
+            original = rule.resources.get(name)
+            if name in rule.resources.keys() and (original.is_evaluable() or original.raw is not None):
+                rule.resources[name] = Resource(name, grown(original, logs[0], attempts, workflow),
+                                                raw=original.raw)
+
+
+def grown(original, log_pattern, attempts: Attempts, workflow):
+    """A resource function: the original value times the job's factor (Attempts.factor)."""
+
+    def evaluate(wildcards, input, attempt, threads, rulename, async_run):
+        value = original.evaluate(wildcards, input=input, attempt=attempt, threads=threads,
+                                  rulename=rulename, async_run=async_run).value
+        if attempt == 1:
+            return value
+        log = str(log_pattern.apply_wildcards(dict(wildcards.items())))
+        # In the job process of this attempt: its marker; in the Snakemake process: its record.
+        in_job = attempt == workflow.attempt
+        state = attempts.state(log, in_job)
+        if in_job and (why := refusal(state, log, attempt)):
+            raise RetryRefused(why)
+        return scaled(value, 1 + state.get("short_of", {}).get(original.name, 0))
+
+    return evaluate
+
+
+class RetryRefused(Exception):
+    """The job process of an attempt after a failure that is not retried: ends the job."""

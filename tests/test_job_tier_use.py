@@ -11,12 +11,13 @@ SCRIPT = REPO / "workflow" / "scripts" / "job-work-dir.sh"
 JOB_SHELL = REPO / "workflow" / "scripts" / "job-shell.sh"
 
 
-def run_job(body, work, log, check=True):
+def run_job(body, work, log, check=True, sampling="sample"):
     """A job's shell as Snakemake runs it (bash strict mode and job-shell.sh, the workflow's shell
-    prefix) that sources the script, then runs body."""
+    prefix) that sources the script (SAMPLING `sample`, storage.monitor on, or `off`), then runs
+    body."""
     prefix = f'set -euo pipefail; source "{JOB_SHELL}" "{sys.executable}"'
     return subprocess.run(
-        ["bash", "-c", f'{prefix}; source "{SCRIPT}" "{work}" node_local "{log}"; {body}'],
+        ["bash", "-c", f'{prefix}; source "{SCRIPT}" "{work}" node_local {sampling} "{log}"; {body}'],
         capture_output=True, text=True, check=check, timeout=60,
     )
 
@@ -39,6 +40,17 @@ def test_a_failing_job_still_reports_and_cleans_up_and_keeps_its_exit_status(tmp
     assert not work.exists()
     [(tier, peak)] = records_in_log(log.read_text())
     assert tier == "node_local" and peak >= 5000
+
+
+def test_without_the_monitor_a_job_runs_no_du_and_reports_nothing(tmp_path):
+    """storage.monitor off (clusters): the work directory is still made and removed, nothing is
+    sampled (no sampler process, no .sizes file) and the log gets no tier-use line."""
+    work, log = tmp_path / "w", tmp_path / "job.log"
+    run_job('head -c 5000 /dev/zero >"$work/x"; test -z "$work_sampler"; test ! -e "$work.sizes"',
+            work, log, sampling="off")
+    assert not work.exists() and not (tmp_path / "w.sizes").exists()
+    assert records_in_log(log.read_text() if log.exists() else "") == []
+    assert "not measured" in table([], measured=False)
 
 
 def test_collect_sums_per_rule_and_tier_from_the_last_record_of_each_log(tmp_path):

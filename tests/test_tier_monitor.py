@@ -2,7 +2,8 @@
 
 import time
 
-from genomon_smk.plan.tier_monitor import INTERMEDIATE, WORK_DIR, TierMonitor, leftover_report, tree_bytes, write_leftovers
+from genomon_smk.plan.tier_monitor import (COST_FACTOR, INTERMEDIATE, MIN_INTERVAL, WORK_DIR, TierMonitor,
+                                           leftover_report, next_wait, tree_bytes, write_leftovers)
 
 
 def test_peak_final_leftovers_and_nested_places(tmp_path):
@@ -26,6 +27,32 @@ def test_peak_final_leftovers_and_nested_places(tmp_path):
     assert rows["node_local"][4] == "per job, not visible from here"
     assert leftovers == [str(left)]
     assert "shared_tmp" in table and "not visible" in table
+    assert monitor.samples >= 2 and "sample(s)" in table
+
+
+def test_the_walks_cost_at_most_a_twentieth_of_the_time_however_many_files():
+    """Between walks the monitor waits 2 s, or 20 times the last walk's duration: a tier whose
+    walk takes 6 s is walked every 2 min, not every 2 s."""
+    assert next_wait(0.01) == MIN_INTERVAL
+    assert next_wait(6.0) == 6.0 * COST_FACTOR == 120
+    assert next_wait(0.001, minimum=0.02) == 0.02
+
+
+def test_off_it_never_walks_while_the_run_goes_and_still_reports_leftovers(tmp_path):
+    """storage.monitor off (clusters): no thread, no sample; the TSV says so, and the scratch
+    leftovers are still listed at the end."""
+    out = tmp_path / "results"
+    shared = out / ".tiers" / "shared"
+    shared.mkdir(parents=True)
+    (shared / "left.txt").write_bytes(b"z" * 7)
+    monitor = TierMonitor({"global": str(out), "shared_tmp": str(shared)}, enabled=False)
+    monitor.start()
+    assert monitor._thread is None and monitor.samples == 0
+    table, leftovers = monitor.finish(str(out / "storage" / "tier_usage.tsv"))
+    assert monitor.samples == 0 and leftovers == [str(shared / "left.txt")]
+    rows = [line.split("\t") for line in (out / "storage" / "tier_usage.tsv").read_text().splitlines()[1:]]
+    assert [row[4] for row in rows] == ["not monitored (storage.monitor)"] * 2
+    assert "storage.monitor is off" in table
 
 
 def test_hard_links_count_once(tmp_path):

@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import run_snakemake, scenario_variant
 
@@ -242,6 +243,10 @@ def test_a_rerun_of_a_few_jobs_draws_those_jobs_only(pipeline_run, scenario_root
     shutil.copytree(pipeline_run, results, symlinks=True)  # copies, with their modification times
     (results / "qc" / "tumor" / "tumor.coverage.tsv").unlink()
     config = scenario_variant(scenario_root, "config", tmp_path)
+    # With the storage monitor off (as on a cluster): the timeline does not need it.
+    settings = yaml.safe_load(config.read_text())
+    settings.setdefault("storage", {})["monitor"] = False
+    config.write_text(yaml.safe_dump(settings))
     started = time.time()
     run_snakemake(config)
     rerun = {(p.relative_to(results / "logs").parts[0], str(p.relative_to(results / "logs").with_suffix(""))
@@ -252,3 +257,6 @@ def test_a_rerun_of_a_few_jobs_draws_those_jobs_only(pipeline_run, scenario_root
     assert {(job["rule"], job["name"]) for job in jobs} == rerun
     title = summary_of(results / "qc" / "timeline" / "timeline.summary.tsv")["title"]
     assert title.startswith(f"this run: {len(rerun)} jobs on 2 slots"), title
+    tiers = (results / "storage" / "tier_usage.tsv").read_text().splitlines()[1:]
+    assert any("not monitored" in line for line in tiers), tiers
+    assert all("not monitored" in line or "not visible" in line for line in tiers), tiers

@@ -69,7 +69,14 @@ def tier_file(rule_name, path):
     return os.path.join(tier_dir(rule_name), path)
 
 
-TIER_MONITOR = TierMonitor(dict(TIER_PATHS))
+# storage.monitor: null = on for a local run only (config `cluster`, which the cluster profiles
+# set); on a cluster the sampling would be metadata load on shared file systems.
+STORAGE_MONITOR = (
+    config["storage"]["monitor"]
+    if config["storage"]["monitor"] is not None
+    else config.get("cluster") in (None, "local")
+)
+TIER_MONITOR = TierMonitor(dict(TIER_PATHS), enabled=STORAGE_MONITOR)
 # Names the job work directories of this output directory apart from other runs on a tier.
 RUN_KEY = hashlib.md5(OUTPUT_DIR.encode()).hexdigest()[:8]
 
@@ -81,10 +88,11 @@ def work_dir_setup(rule_name, tier=None):
     """For a rule, the command each of its jobs runs first (`{params.work_dir_setup} {log:q}`):
     it makes the job's own empty work directory, $work, on the rule's temp tier (storage.rules;
     `tier` for a rule without one) with job-work-dir.sh, which removes it when the job's shell
-    exits. The directory is the same on every attempt: a job killed with SIGKILL (which skips
-    the shell's EXIT trap) leaves it behind, and the rerun clears it. Its path is a word for the
-    job's shell, which expands $TMPDIR or $PJM_LOCALTMP on its node: never a path in the
-    Snakemake process (nor anything to put in quotes).
+    exits, and which samples its size while the job runs when storage.monitor is on. The
+    directory is the same on every attempt: a job killed with SIGKILL (which skips the shell's
+    EXIT trap) leaves it behind, and the rerun clears it. Its path is a word for the job's
+    shell, which expands $TMPDIR or $PJM_LOCALTMP on its node: never a path in the Snakemake
+    process (nor anything to put in quotes).
     """
     tier = tier or RULE_TIERS[rule_name]["temp"]
 
@@ -93,7 +101,8 @@ def work_dir_setup(rule_name, tier=None):
             [rule_name, RUN_KEY, *(value for _, value in sorted(wildcards.items()))]
         )
         place = f"{TIER_WORDS[tier]}/{shlex.quote(name)}"
-        return f"source {shlex.quote(WORK_DIR_SCRIPT)} {place} {tier}"
+        sampling = "sample" if STORAGE_MONITOR else "off"
+        return f"source {shlex.quote(WORK_DIR_SCRIPT)} {place} {tier} {sampling}"
 
     return setup
 
@@ -156,9 +165,9 @@ def report_tier_usage():
     """At the end of a successful run: the measured tier use (log and TSV), and any leftovers."""
     table, _ = TIER_MONITOR.finish(f"{OUTPUT_DIR}/storage/tier_usage.tsv")
     print(table, file=sys.stderr)
-    job_uses = job_tier_use.collect(LOG_DIR)
+    job_uses = job_tier_use.collect(LOG_DIR) if STORAGE_MONITOR else []
     job_tier_use.write_tsv(job_uses, f"{OUTPUT_DIR}/storage/job_tier_use.tsv")
-    print(job_tier_use.table(job_uses), file=sys.stderr)
+    print(job_tier_use.table(job_uses, measured=STORAGE_MONITOR), file=sys.stderr)
     report_scratch_leftovers("after a successful run")
 
 

@@ -1,7 +1,9 @@
 """Tier use reported by the jobs themselves: the peak size of each job's work directory.
 
-The Snakemake process cannot see the node-local disks of other nodes, so every job that works
-in a temp directory (workflow/scripts/job-work-dir.sh) appends one line to its log:
+The Snakemake process cannot see the node-local disks of other nodes, so with the config's
+storage.monitor on, every job that works in a temp directory (workflow/scripts/job-work-dir.sh)
+samples its size (du, at least 2 s and 20 times the last du's duration apart: at most about 5%
+of the job's time) and appends one line to its log:
 `genomon-smk tier-use<TAB>TIER<TAB>PEAK_BYTES`. After the run, this module sums those lines per
 rule and tier: how many jobs, the largest peak of one job (what a node's local disk or a
 `--llio localtmp-size` must hold per job) and the sum of the peaks (what the run wrote there).
@@ -66,7 +68,9 @@ def write_tsv(uses: list[RuleTierUse], path: str) -> None:
             out.write(f"{use.rule}\t{use.tier}\t{use.jobs}\t{use.max_peak_bytes}\t{use.total_peak_bytes}\n")
 
 
-def table(uses: list[RuleTierUse]) -> str:
+def table(uses: list[RuleTierUse], measured: bool = True) -> str:
+    if not measured:
+        return "Job work directories: not measured (config storage.monitor is off)"
     lines = [
         "Job work directories (each job's own peak, measured on its node):",
         f"  {'rule':<24}{'tier':<12}{'jobs':>6}{'largest':>12}{'sum':>12}",

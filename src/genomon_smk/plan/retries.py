@@ -26,6 +26,7 @@ short scheduler job, not the work again.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -241,6 +242,9 @@ def grown(original, log_pattern, attempts: Attempts, workflow):
             raise RetryRefused(why)
         return scaled(value, 1 + state.get("short_of", {}).get(original.name, 0))
 
+    # Snakemake reads a resource function's parameters on every evaluation (inspect.signature,
+    # unless the function carries them): once here, not once per job.
+    evaluate._overwrite_params = inspect.signature(evaluate).parameters
     return evaluate
 
 

@@ -1,8 +1,11 @@
 """Measured use of the storage tiers during a run: peak bytes per tier, what is left at the end.
 
-A thread in the Snakemake process samples the size of every tier place that this machine can
-see (each tier's directory; node-local places of other nodes are out of its reach and say so),
-and at the end of the run writes a table to the log and a TSV next to the results. Whatever is
+When the config's storage.monitor is on (by default on local runs only), a thread in the
+Snakemake process samples the size of every tier place that this machine can see (each tier's
+directory; node-local places of other nodes are out of its reach and say so), waiting at least
+2 s and 20 times its last walk's duration between walks (at most about 5% of one core, however
+many files the tiers hold), and at the end of the run writes a table to the log and a TSV next
+to the results. Whatever is
 left in node_local or shared_tmp is reported as a leftover: after a successful run, after a
 failed one, and at the start of the next run (a killed Snakemake runs no handler), each leftover
 named as a job's work directory (the job did not finish; its rerun clears it) or an intermediate
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 
 from genomon_smk.plan.storage_plan import human
@@ -121,13 +125,29 @@ def leftover_report(leftovers: list[Leftover], when: str, tsv_path: str, shown: 
     return "\n".join(lines)
 
 
+# The monitor waits at least MIN_INTERVAL seconds, and COST_FACTOR times its last walk's
+# duration, between walks: it spends at most about 1/COST_FACTOR (5%) of one core walking.
+MIN_INTERVAL = 2.0
+COST_FACTOR = 20
+
+
+def next_wait(took: float, minimum: float = MIN_INTERVAL) -> float:
+    """Seconds to wait after a measurement that took `took` seconds."""
+    return max(minimum, COST_FACTOR * took)
+
+
 @dataclass
 class TierMonitor:
-    """Samples the tier places every `interval` seconds between start() and finish()."""
+    """Samples the tier places between start() and finish(), every `interval` seconds or
+    COST_FACTOR times the last walk's duration, whichever is longer. `enabled` False (the
+    config's storage.monitor, off on clusters): no sampling; finish() says so."""
 
     places: dict[str, str]
-    interval: float = 2.0
+    interval: float = MIN_INTERVAL
+    enabled: bool = True
     peak: dict[str, int] = field(default_factory=dict)
+    samples: int = 0
+    walking: float = 0.0  # seconds spent walking, all samples
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -165,40 +185,59 @@ class TierMonitor:
                     found.append(Leftover(tier, path, files, size, kind))
         return found
 
-    def sample(self) -> None:
+    def sample(self) -> float:
+        """Size every visible tier once; the seconds it took."""
+        began = time.monotonic()
         for tier in self.places:
             if self.visible(tier):
                 self.peak[tier] = max(self.peak.get(tier, 0), self.size(tier))
+        took = time.monotonic() - began
+        self.samples += 1
+        self.walking += took
+        return took
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.sample()
+    def _run(self, took: float) -> None:
+        while not self._stop.wait(next_wait(took, self.interval)):
+            took = self.sample()
 
     def start(self) -> None:
-        self.sample()
-        self._thread = threading.Thread(target=self._run, name="tier-monitor", daemon=True)
+        if not self.enabled:
+            return
+        took = self.sample()
+        self._thread = threading.Thread(target=self._run, args=(took,), name="tier-monitor", daemon=True)
         self._thread.start()
+
+    def cost(self) -> str:
+        """What the sampling cost, for the log."""
+        if not self.enabled:
+            return "not sampled: config storage.monitor is off"
+        return (f"{self.samples} sample(s), {self.walking:.1f} s of walking in all (at least "
+                f"{self.interval:g} s and {COST_FACTOR}x a walk's duration between walks)")
 
     def finish(self, tsv_path: str) -> tuple[str, list[str]]:
         """Stop sampling; write the TSV; return the table text and the leftover files in scratch tiers."""
         self._stop.set()
         if self._thread:
             self._thread.join()
-        self.sample()
+        if self.enabled:
+            self.sample()
         rows, leftovers = [], []
         for tier, place in self.places.items():
             if not self.visible(tier):
                 rows.append((tier, place, "", "", "per job, not visible from here"))
                 continue
-            final = self.size(tier)
             if tier in SCRATCH_TIERS:
                 leftovers += tree_files(place, self.nested(tier))
-            rows.append((tier, place, str(self.peak.get(tier, 0)), str(final), ""))
+            if self.enabled:
+                rows.append((tier, place, str(self.peak.get(tier, 0)), str(self.size(tier)), ""))
+            else:
+                rows.append((tier, place, "", "", "not monitored (storage.monitor)"))
         os.makedirs(os.path.dirname(tsv_path), exist_ok=True)
         with open(tsv_path, "w") as out:
             out.write("tier\tplace\tpeak_bytes\tfinal_bytes\tnote\n")
             out.writelines("\t".join(row) + "\n" for row in rows)
-        lines = ["Storage tiers used (measured):", f"  {'tier':<12}{'peak':>12}{'at the end':>12}  place"]
+        lines = [f"Storage tiers used (measured; {self.cost()}):",
+                 f"  {'tier':<12}{'peak':>12}{'at the end':>12}  place"]
         for tier, place, peak, final, note in rows:
             shown = (human(int(peak)), human(int(final))) if peak else ("-", "-")
             lines.append(f"  {tier:<12}{shown[0]:>12}{shown[1]:>12}  {place}{'  (' + note + ')' if note else ''}")

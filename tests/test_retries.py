@@ -116,3 +116,5 @@ def test_a_new_run_is_not_refused_by_an_earlier_runs_marker(tmp_path):
     now.failed("logs/a.log", classify("SLURM-job '2' failed, SLURM status is: 'TIMEOUT'."))
     state = now.state("logs/a.log", in_job=True)
     assert refusal(state, "logs/a.log", 2) is None and now.factor("logs/a.log", "runtime", in_job=True) == 2
+    now.forget()  # after a successful run
+    assert not (tmp_path / ".snakemake" / "genomon-retry").exists() or not any((tmp_path / ".snakemake" / "genomon-retry").iterdir())

@@ -143,9 +143,22 @@ class Attempts:
         except (OSError, ValueError):
             return {}
 
+    def forget(self) -> None:
+        """After a successful run: remove the marker files of this run's failed attempts."""
+        for log in self.jobs:
+            remove_quietly(marker_path(log, self.workdir))
+        self.jobs.clear()
+
     def factor(self, log: str, resource: str, in_job: bool = False) -> int:
         """1 + the earlier attempts of the job that were short of `resource`."""
         return 1 + self.state(log, in_job).get("short_of", {}).get(resource, 0)
+
+
+def remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
 
 
 def refusal(state: dict, log: str, attempt: int) -> str | None:

@@ -20,7 +20,8 @@ Why a marker in the job and not a refusal in the Snakemake process: Snakemake re
 failed job its rule allows (`retries`), and offers no hook to refuse one retry: a resource
 function that raised in the Snakemake process would end the whole run (and --keep-going with
 it), where the job process raising fails only that job. The cost of a refused retry is one
-short scheduler job, not the work again.
+short scheduler job, not the work again. The local executor runs jobs in the Snakemake process,
+where nothing is refused: local runs keep Snakemake's own --retries.
 """
 
 from __future__ import annotations

@@ -31,6 +31,8 @@ SLURM_SQUEUE = ("SLURM-job '{id}' failed, SLURM status is: '{state}'. Detailed f
     ("PJM job 31 failed: memory limit exceeded (ST EXT, PJM CODE 12)", {"mem_mb"}),
     ("PJM job 31 failed: disk usage limit exceeded (e.g. LLIO localtmp/sharedtmp size) (PJM CODE 13)",
      {"pjm_localtmp"}),
+    ("PJM job 31 failed: exit code 1\ngenomon-smk: no space left on node_local (/local/x): 0 B free of 16.0 GiB "
+     "when the job failed; the storage plan expected about 9.0 GiB on node_local at its peak", {"pjm_localtmp"}),
 ])
 def test_a_job_short_of_a_resource_is_retried_with_more_of_it_only(reported, short_of):
     failure = classify(reported)

@@ -42,7 +42,10 @@ GROWN: dict[str, tuple[str, ...]] = {
     "runtime": ("'TIMEOUT'", "DUE TO TIME LIMIT", "elapse limit exceeded"),
     "mem_mb": ("'OUT_OF_MEMORY'", "exceeded memory limit", "oom_kill", "oom-kill", "memory limit exceeded",
                "killed by the OOM killer"),
-    "pjm_localtmp": ("disk usage limit exceeded",),
+    # ... and the job's own notice (job-shell.sh, genomon_smk.plan.tier_space) of a full
+    # node_local, which on PJM is the LLIO localtmp the profile sizes with pjm_localtmp (a
+    # cluster without that resource retries the job as it was, maybe on a node with more room).
+    "pjm_localtmp": ("disk usage limit exceeded", "genomon-smk: no space left on node_local"),
 }
 # A failure of the machine, not of the job: retried as it was.
 NODE_FAILURE = ("'NODE_FAIL'", "'BOOT_FAIL'", "node down", "ICC (interconnect) error", "HA failure")

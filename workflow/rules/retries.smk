@@ -1,12 +1,10 @@
 """Retries that grow what a job was short of (genomon_smk.plan.retries): included after every
 rule, whose resources it wraps."""
 
-import logging
-
-from genomon_smk.plan.retries import Attempts, FailureHandler, grow_on_retry
+from genomon_smk.plan.retries import Attempts, grow_on_retry, watch_failures
 
 RETRY_ATTEMPTS = Attempts()
 grow_on_retry(workflow, RETRY_ATTEMPTS)
-# Snakemake's job error records (its logger's `extra`), as they are logged: the Snakemake
-# process reads why each job failed before it resubmits the job.
-logging.getLogger("snakemake.logging").addHandler(FailureHandler(RETRY_ATTEMPTS))
+# Snakemake's job error records, as they are logged: the Snakemake process reads why each job
+# failed before it resubmits the job.
+watch_failures(workflow, RETRY_ATTEMPTS)

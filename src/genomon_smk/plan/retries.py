@@ -221,6 +221,17 @@ class FailureHandler(logging.Handler):
         self.attempts.failed(log, Failure(failure.short_of, failure.node, f"{message.strip()} [logs: {named}]"))
 
 
+def watch_failures(workflow, attempts: Attempts) -> None:
+    """In the Snakemake process only (not in a job's own Snakemake, --mode remote/subprocess):
+    read its job error records into `attempts`. The logger is Snakemake's, whose records carry
+    the error's `extra` (Snakemake 9)."""
+    if workflow.remote_exec or workflow.subprocess_exec:
+        return
+    logger = logging.getLogger("snakemake.logging")
+    if not any(isinstance(handler, FailureHandler) for handler in logger.handlers):
+        logger.addHandler(FailureHandler(attempts))
+
+
 def grow_on_retry(workflow, attempts: Attempts) -> None:
     """Make every rule's run time, memory and PJM local disk grow on the attempts after one short
     of them, and make the job process of an attempt after a failure that is not retried fail at

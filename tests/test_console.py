@@ -1,12 +1,12 @@
 """What the console shows: one line per job, and the summary a run and a dry run end with
-(genomon_smk.plan.console, workflow/rules/console.smk)."""
+(genomon_smk.runtime.console, workflow/rules/console.smk)."""
 
 import re
 
 import pytest
 
 from conftest import run_snakemake, write_config
-from genomon_smk.plan.console import PairFiles, PlanWarning, job_line, summary
+from genomon_smk.runtime.console import PairFiles, PlanWarning, job_line, summary
 
 HEADER = "Chr\tStart\tEnd\tRef\tAlt\n"
 

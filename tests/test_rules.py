@@ -9,7 +9,7 @@ import yaml
 from genomon_smk.plan import rules
 from genomon_smk.plan.planner import RULE_OF_STAGE, STAGE_PRIORITY
 from genomon_smk.plan.stage_plan import STAGES, STORAGE_ROLES
-from genomon_smk.steps.timeline import STAGE_COLOURS, STAGE_OF_RULE
+from genomon_smk.plan.timeline import STAGE_COLOURS, STAGE_OF_RULE
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())

@@ -56,7 +56,7 @@ def test_over_capacity_names_the_tier_and_sizes():
 def test_what_the_set_up_still_builds_counts_on_global_and_its_estimate_fits_a_real_build(testdata):
     from genomon_smk.plan.reference import reference_files
     from genomon_smk.plan.regions import read_fai
-    from genomon_smk.plan.resources import estimated_build_bytes
+    from genomon_smk.plan.setup_build import estimated_build_bytes
     from genomon_smk.plan.storage_plan import file_bytes, setup_uses
 
     estimate = estimated_build_bytes(read_fai(str(testdata / "ref" / "genome.fa.fai")))

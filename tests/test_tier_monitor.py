@@ -2,7 +2,7 @@
 
 import time
 
-from genomon_smk.plan.tier_monitor import INTERMEDIATE, WORK_DIR, TierMonitor, leftover_report, tree_bytes, write_leftovers
+from genomon_smk.runtime.tier_monitor import INTERMEDIATE, WORK_DIR, TierMonitor, leftover_report, tree_bytes, write_leftovers
 
 
 def test_peak_final_leftovers_and_nested_places(tmp_path):

@@ -20,7 +20,7 @@ from genomon_smk.plan.hotspot import hotspot_db_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
 from genomon_smk.plan.regions import mutation_regions, regions_of
-from genomon_smk.plan.resources import (
+from genomon_smk.plan.setup_build import (
     plan_reference,
     plan_simple_repeat,
     reference_contigs,

@@ -1,4 +1,4 @@
-"""What the console shows (genomon_smk.plan.console): one line per job started instead of
+"""What the console shows (genomon_smk.runtime.console): one line per job started instead of
 Snakemake's block per job (the block with -p or --verbose; a dry run shows only its Job stats
 and reasons), and the lines a run ends with: after a run, after a dry run and when there is
 nothing to be done, so that where the results are and the plan's warnings do not scroll
@@ -10,7 +10,7 @@ import time
 from snakemake.settings.enums import Quietness
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from genomon_smk.plan.console import PairFiles, job_line, summary
+from genomon_smk.runtime.console import PairFiles, job_line, summary
 
 # What the summary counts and points at, by pair.
 SUMMARY_PAIRS = [

@@ -4,7 +4,7 @@ the panels, imported BAMs, PJM storage and the SV annotation's contig names."""
 
 from genomon_smk.plan import panel_power
 from genomon_smk.plan.reference import sv_annotation_naming_problem
-from genomon_smk.plan.console import PlanWarning
+from genomon_smk.runtime.console import PlanWarning
 from genomon_smk.plan.samplesheet import imported_name_warnings, panel_normal_warnings
 from genomon_smk.plan.stage_plan import CohortShape, stage_table, stagger_delays
 from genomon_smk.plan.storage_plan import (
@@ -20,7 +20,7 @@ from genomon_smk.plan.storage_plan import (
     setup_uses,
     sv_uses,
 )
-from genomon_smk.plan.resources import estimated_build_bytes
+from genomon_smk.plan.setup_build import estimated_build_bytes
 
 # What the reference set-up writes, by rule, whether or not it is still to be built.
 REFERENCE_BUILD_BYTES = estimated_build_bytes(CONTIGS)

@@ -15,7 +15,7 @@ the fewest slots that finish within a target turnaround.
         [--threads map_reads=2 markdup=2] [--timeline DIR]
 
 `--threads` makes a rule's jobs hold that many slots (a local run, where a slot is a core);
-`--timeline` draws each simulated schedule with the run timeline's chart (genomon_smk.steps.timeline).
+`--timeline` draws each simulated schedule with the run timeline's chart (genomon_smk.plan.timeline).
 """
 
 from __future__ import annotations
@@ -234,7 +234,7 @@ def rule_of(job: Job) -> str:
 
 def benchmark_durations(directory: str) -> dict[str, float]:
     """Mean wall-clock seconds per rule of a finished run's benchmark files ({rule}/{wildcards}.tsv)."""
-    from genomon_smk.steps.timeline import read_benchmarks  # (matplotlib is imported only to draw)
+    from genomon_smk.plan.timeline import read_benchmarks  # (matplotlib is imported only to draw)
 
     seconds: dict[str, list[float]] = defaultdict(list)
     for record in read_benchmarks(directory, exclude=()):  # the timeline job is a job of the DAG too
@@ -311,8 +311,8 @@ def row(count: int, result: Result) -> str:
 
 
 def draw_schedule(jobs: list[Job], result: Result, path: str) -> None:
-    """The simulated schedule as the run's utilisation timeline (genomon_smk.steps.timeline's chart)."""
-    from genomon_smk.steps.timeline import JobRecord, assign_lines, draw
+    """The simulated schedule as the run's utilisation timeline (genomon_smk.plan.timeline's chart)."""
+    from genomon_smk.plan.timeline import JobRecord, assign_lines, draw
 
     records = [JobRecord(RULE_OF_STAGE.get(job.stage, rule_of(job)), job.name, start, start + job.duration,
                          min(job.threads, result.slots))
@@ -322,13 +322,13 @@ def draw_schedule(jobs: list[Job], result: Result, path: str) -> None:
 
 
 def result_summary(result: Result, jobs: int):
-    from genomon_smk.steps.timeline import Summary
+    from genomon_smk.plan.timeline import Summary
 
     return Summary(jobs=jobs, slots=result.slots, makespan=result.makespan, busy=result.busy, samples=result.samples)
 
 
 def parse_threads(values: list[str]) -> dict[str, int]:
-    from genomon_smk.steps.timeline import parse_threads as parse
+    from genomon_smk.plan.timeline import parse_threads as parse
 
     return parse(values)
 

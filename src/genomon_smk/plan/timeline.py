@@ -2,7 +2,7 @@
 job slot, one bar per job coloured by Genomon stage, the slot utilisation and the throughput in
 the title.
 
-    python -m genomon_smk.steps.timeline --benchmarks RESULTS/benchmarks [--slots N] \\
+    python -m genomon_smk.plan.timeline --benchmarks RESULTS/benchmarks [--slots N] \\
         [--threads map_reads=2 markdup=2] --png T.png --svg T.svg --tsv T.tsv --summary T.summary.tsv
 
 Where the job records come from: the benchmark files Snakemake writes for every job

@@ -34,13 +34,13 @@ from genomon_smk.steps.fastq_split import chunk_name
 
 min_version("9.0")
 
-SCHEMAS = Path(workflow.basedir) / "schemas"
+SCHEMAS = WORKFLOW_DIR / "schemas"
 
 # The project's Python steps run with the interpreter that runs Snakemake (the .venv), whatever
 # the shell's PATH holds; with --sdm conda, with the rule env's python and this checkout's package.
 CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 if CONDA:
-    PYTHON = f"env PYTHONPATH={shlex.quote(str(Path(workflow.basedir).parent / 'src'))} python"
+    PYTHON = f"env PYTHONPATH={shlex.quote(str(WORKFLOW_DIR.parent / 'src'))} python"
 else:
     PYTHON = shlex.quote(sys.executable)
 

@@ -209,7 +209,7 @@ def pjm_storage_warnings():
         return []
     # By its absolute path: the run may be in a project directory, not the checkout.
     fragment = os.path.normpath(
-        os.path.join(workflow.basedir, "..", "profiles", "pjm", "storage.yaml")
+        os.path.join(WORKFLOW_DIR, "..", "profiles", "pjm", "storage.yaml")
     )
     return [
         f"WARNING: PJM jobs, but {' and '.join(gaps)}: node-local temporaries and the reference stay "

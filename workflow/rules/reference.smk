@@ -16,7 +16,7 @@ SIMPLE_REPEAT_BUILD = (
 )
 # Runs of other projects may build the same directory at the same moment: one builds, the
 # others wait and find it built.
-BUILD_ONCE_SCRIPT = f"{workflow.basedir}/scripts/build-once.sh"
+BUILD_ONCE_SCRIPT = f"{WORKFLOW_DIR}/scripts/build-once.sh"
 BUILD_ONCE = f"source {shlex.quote(BUILD_ONCE_SCRIPT)}"
 
 if REFERENCE_PLAN.built:

@@ -78,7 +78,7 @@ TIER_MONITOR = TierMonitor(dict(TIER_PATHS))
 RUN_KEY = hashlib.md5(OUTPUT_DIR.encode()).hexdigest()[:8]
 
 
-WORK_DIR_SCRIPT = f"{workflow.basedir}/scripts/job-work-dir.sh"
+WORK_DIR_SCRIPT = f"{WORKFLOW_DIR}/scripts/job-work-dir.sh"
 
 
 def work_dir_setup(rule_name, tier=None):
@@ -102,7 +102,7 @@ def work_dir_setup(rule_name, tier=None):
     return setup
 
 
-JOB_SHELL_SCRIPT = f"{workflow.basedir}/scripts/job-shell.sh"
+JOB_SHELL_SCRIPT = f"{WORKFLOW_DIR}/scripts/job-shell.sh"
 
 
 def job_shell_prefix(planned_peaks):

@@ -69,7 +69,7 @@ def test_stages_partition_the_rules_and_sum_to_the_total():
 def test_set_up_jobs_only_for_what_is_still_to_build():
     shape = CohortShape(samples=2, pairs=1, chunks=4, regions=5, mutation_regions=4)
     assert not {"reference_fasta", "reference_bwa_index", "simple_repeat_db"} & set(rule_jobs(shape))
-    building = rule_jobs(replace(shape, to_build=frozenset({"bwa index to build", "repeat table to build"})))
+    building = rule_jobs(replace(shape, to_build=frozenset({"reference_bwa_index", "simple_repeat_db"})))
     assert building["reference_bwa_index"] == building["simple_repeat_db"] == 1 and "reference_fasta" not in building
     assert stage_jobs(building)["reference set-up"] == 2
     assert rule_tiers("reference_bwa_index", TIERS) == "global (resources_dir)"
@@ -83,7 +83,7 @@ def test_tiers_follow_the_config():
 
 
 def test_table_names_every_stage_rule_and_priority():
-    everything = frozenset(unit for _, rules in STAGES for _, unit in rules)
+    everything = frozenset(rule for _, rules in STAGES for rule, _ in rules)
     table = stage_table(CohortShape(4, 2, 3, 6, 5, staggered=2, imported=1, converted=1, to_build=everything,
                                     sv_samples=5, sv_panels=1, sv_pairs=2), TIERS, {"map_reads": 0, "markdup": 10})
     for stage, rules in STAGES:

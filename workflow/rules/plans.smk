@@ -43,6 +43,34 @@ def setup_sizes():
 SETUP_SIZES = setup_sizes()
 
 
+# Staggered start of pairs: seconds each sample's split waits (samples that do not wait left out).
+STAGGER = {
+    sample: delay
+    for sample, delay in stagger_delays(
+        [(pair.tumor, pair.normal) for pair in COHORT.pairs], config["stagger_minutes"]
+    ).items()
+    if sample in MAPPED_SAMPLES
+}
+
+# The cohort's shape: the rule table counts each rule's jobs from it (the stage and storage plans).
+COHORT_SHAPE = CohortShape(
+    len(MAPPED_SAMPLES),
+    len(PAIRS),
+    len(CHUNKS),
+    len(REGION_NAMES),
+    len(MUTATION_REGIONS),
+    len(STAGGER),
+    imported=len(IMPORTED_BAMS),
+    converted=sum(map(len, COHORT.bam_sources.values())),
+    qc_samples=len(QC_SAMPLES),
+    mapped_qc_samples=len(MAPPED_QC_SAMPLES),
+    to_build=frozenset(SETUP_SIZES),
+    sv_samples=len(SV_PARSED),
+    sv_panels=len(SV_PANELS),
+    sv_pairs=len(SV_PAIRS),
+)
+
+
 def sample_reads(sample):
     """A mapped sample's read files: its FASTQ lanes, or a [bam_tofastq] sample's BAMs (its
     FASTQ do not exist yet; the BAMs are about their size)."""
@@ -71,13 +99,11 @@ def storage_plan():
     uses = setup_uses(SETUP_SIZES)
     for sample in MAPPED_SAMPLES:
         reads = sample_reads(sample)
-        uses += sample_uses(
-            file_bytes(reads), len(CHUNKS), len(REGION_NAMES), RULE_TIERS
-        )
+        uses += sample_uses(file_bytes(reads), COHORT_SHAPE, RULE_TIERS)
         if sample in COHORT.bam_sources:
             uses += conversion_uses(file_bytes(reads), RULE_TIERS)
     uses += sv_uses(
-        [sv_bam_bytes(SV_PARSED[name]) for name in SV_PARSED], len(SV_PAIRS), RULE_TIERS
+        [sv_bam_bytes(SV_PARSED[name]) for name in SV_PARSED], COHORT_SHAPE, RULE_TIERS
     )
     # The reference's copy on the cache tier: what it will be once built, or its files.
     if REFERENCE_BUILD_BYTES.keys() & SETUP_SIZES.keys():
@@ -99,35 +125,11 @@ except ValueError as error:
     raise WorkflowError(f"config storage.capacity: {error}") from None
 shell.prefix(job_shell_prefix(PLANNED_PEAKS))
 
-# Staggered start of pairs: seconds each sample's split waits (samples that do not wait left out).
-STAGGER = {
-    sample: delay
-    for sample, delay in stagger_delays(
-        [(pair.tumor, pair.normal) for pair in COHORT.pairs], config["stagger_minutes"]
-    ).items()
-    if sample in MAPPED_SAMPLES
-}
-
 # Genomon's stages and their job counts for the whole run (a dry run runs no hooks: printed here).
 if workflow.is_main_process:
     print(
         stage_table(
-            CohortShape(
-                len(MAPPED_SAMPLES),
-                len(PAIRS),
-                len(CHUNKS),
-                len(REGION_NAMES),
-                len(MUTATION_REGIONS),
-                len(STAGGER),
-                imported=len(IMPORTED_BAMS),
-                converted=sum(map(len, COHORT.bam_sources.values())),
-                qc_samples=len(QC_SAMPLES),
-                mapped_qc_samples=len(MAPPED_QC_SAMPLES),
-                to_build=frozenset(FACTS[rule_name].per for rule_name in SETUP_SIZES),
-                sv_samples=len(SV_PARSED),
-                sv_panels=len(SV_PANELS),
-                sv_pairs=len(SV_PAIRS),
-            ),
+            COHORT_SHAPE,
             RULE_TIERS,
             config["priorities"],
         ),

@@ -20,6 +20,8 @@ from genomon_smk.plan.hotspot import hotspot_db_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
 from genomon_smk.plan.regions import mutation_regions, regions_of
+from genomon_smk.plan.tool_options import CHECKED as CHECKED_OPTIONS
+from genomon_smk.plan.tool_options import tool_option_problems
 from genomon_smk.plan.setup_build import (
     plan_reference,
     plan_simple_repeat,
@@ -59,6 +61,19 @@ CONFIG_PROBLEMS = config_problems(
 if CONFIG_PROBLEMS:
     raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))
 validate(config, SCHEMAS / "config.schema.yaml", set_default=True)
+# The mutation tools' options by their own parsers: in the process that plans, not in each job.
+if workflow.is_main_process and config["mutation_tools"] == "builtin":
+    TOOL_OPTION_PROBLEMS = tool_option_problems(
+        {path: value_at(config, path) for path in CHECKED_OPTIONS}
+    )
+    if TOOL_OPTION_PROBLEMS:
+        raise WorkflowError(
+            "invalid config:\n"
+            + "\n".join(
+                key_problem(path, message, CONFIG_FILES)
+                for path, message in TOOL_OPTION_PROBLEMS
+            )
+        )
 config["priorities"] = {**PRIORITIES, **config["priorities"]}
 
 

@@ -85,7 +85,8 @@ def test_tiers_follow_the_config():
 def test_table_names_every_stage_rule_and_priority():
     everything = frozenset(unit for _, rules in STAGES for _, unit in rules)
     table = stage_table(CohortShape(4, 2, 3, 6, 5, staggered=2, imported=1, converted=1, to_build=everything,
-                                    sv_samples=5, sv_panels=1, sv_pairs=2), TIERS, {"map_reads": 0, "markdup": 10})
+                                    sv_samples=5, sv_panels=1, sv_pairs=2, pmsignature_ind=5, pmsignature_full=2),
+                        TIERS, {"map_reads": 0, "markdup": 10})
     for stage, rules in STAGES:
         assert re.search(rf"^  {re.escape(stage)} +\d+$", table, flags=re.M), stage
         for rule, unit in rules:

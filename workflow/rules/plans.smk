@@ -33,6 +33,7 @@ def setup_sizes():
     estimates = dict(REFERENCE_BUILD_BYTES)
     if SIMPLE_REPEAT and PAIRS:
         estimates["simple_repeat_db"] = file_bytes([SIMPLE_REPEAT.source])
+    estimates["pmsignature_background"] = 200_000  # three tables, 5,000 rows of ~20 bytes
     return {
         rule_name: estimates[rule_name]
         for rule_name in SETUP_PENDING
@@ -127,6 +128,8 @@ if workflow.is_main_process:
                 sv_samples=len(SV_PARSED),
                 sv_panels=len(SV_PANELS),
                 sv_pairs=len(SV_PAIRS),
+                pmsignature_ind=PMSIGNATURE.jobs("ind"),
+                pmsignature_full=PMSIGNATURE.jobs("full"),
             ),
             RULE_TIERS,
             config["priorities"],

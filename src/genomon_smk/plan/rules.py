@@ -39,6 +39,9 @@ RULES: tuple[Rule, ...] = (
     # bwa index of a human genome: about an hour and 5 GB (bwtsw).
     Rule("reference_bwa_index", "reference set-up", "bwa index to build", mem_mb=8000, runtime=240),
     Rule("simple_repeat_db", "reference set-up", "repeat table to build", mem_mb=4000, runtime=30),
+    # pmsignature's background: 1e7 random positions, about half a minute on GRCh37 (docs/pmsignature.md).
+    Rule("pmsignature_background", "reference set-up", "background to build", mem_mb=4000,
+         runtime=30),
     Rule("bam_to_fastq", "bam tofastq", "bam_tofastq BAM", 10, "bam_to_fastq", ("output", "temp")),
     Rule("import_bam", "bam import", "imported sample"),
     Rule("stagger_start", "split files", "staggered sample"),
@@ -74,6 +77,11 @@ RULES: tuple[Rule, ...] = (
     Rule("post_analysis_mutation", "post analysis", "mutation run"),
     Rule("post_analysis_sv", "post analysis", "sv run"),
     Rule("post_analysis_qc", "post analysis", "qc run"),
+    # Genomon's pmsignature: the cohort's mutation positions, then one job per K and mode. A fit of
+    # the paper-scale cohort (1,000 tumors x 5,000 SNVs) takes up to 43 CPU minutes at K = 6.
+    Rule("pre_pmsignature", "pmsignature", "pmsignature run"),
+    Rule("pmsignature_ind", "pmsignature", "ind K", mem_mb=4000, runtime=120),
+    Rule("pmsignature_full", "pmsignature", "full K", mem_mb=4000, runtime=120),
     Rule("paplot", "paplot", "post-analysis run"),
     Rule("utilisation_timeline", "qc", "run"),
 )

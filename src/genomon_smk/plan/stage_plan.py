@@ -56,6 +56,9 @@ class CohortShape:
     sv_samples: int = 0
     sv_panels: int = 0
     sv_pairs: int = 0
+    # pmsignature: the K values of its ind and full modes that run (none without a drawn table).
+    pmsignature_ind: int = 0
+    pmsignature_full: int = 0
 
     def per(self, unit: str) -> int:
         """How many jobs a rule with one job per `unit` has in this cohort."""
@@ -86,6 +89,9 @@ class CohortShape:
             "mutation run": 1 if self.pairs else 0,
             "sv run": 1 if self.sv_pairs else 0,
             "post-analysis run": 1 if self.pairs or self.sv_pairs or qc_samples else 0,
+            "pmsignature run": int(self.pmsignature_ind + self.pmsignature_full > 0),
+            "ind K": self.pmsignature_ind,
+            "full K": self.pmsignature_full,
         }[unit]
 
 

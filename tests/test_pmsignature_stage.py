@@ -8,7 +8,7 @@ import copy
 import pytest
 from snakemake.exceptions import WorkflowError
 
-from conftest import parse_workflow, write_config
+from conftest import REPO, parse_workflow, write_config
 from genomon_smk.plan import pmsignature as plan
 from genomon_smk.plan.resources import ReferencePlan
 from genomon_smk.tools import pmsignature as tool
@@ -88,3 +88,148 @@ def test_the_workflow_refuses_hg19_genes_for_the_test_genome(tmp_path, testdata)
     assert "key 'pmsignature.annotation': hg19 is the refGene table" in str(refused.value)
     assert "it has no chromosome 1 (or chr1)" not in str(refused.value)  # the test genome has chr1
     assert not (tmp_path / "results").exists()
+
+
+# --- the stage on planted signatures: mutation.cut.txt drawn from two known ind signatures and the
+# background, on the test genome's made-up genes, then the stage's own rules and paplot
+
+GENES = REPO / ".test" / "config-genomon-sheet" / "genes.gtf"
+SUBSTITUTIONS = ((("C", "A"), ("C", "G"), ("C", "T"), ("T", "A"), ("T", "C"), ("T", "G")))
+# Two signatures as ind features: substitution, bases at -2, -1, +1, +2 (A, C, G, T), strand (+, -).
+PLANTED = (
+    ([0.05, 0.05, 0.8, 0.03, 0.05, 0.02], [0.25] * 4, [0.3, 0.2, 0.2, 0.3], [0.05, 0.05, 0.85, 0.05], [0.25] * 4,
+     [0.5, 0.5]),
+    ([0.3, 0.05, 0.05, 0.5, 0.05, 0.05], [0.4, 0.1, 0.1, 0.4], [0.25] * 4, [0.25] * 4, [0.1, 0.4, 0.4, 0.1],
+     [0.8, 0.2]),
+)
+# Memberships (signature 1, signature 2, background) of six tumors.
+MEMBERSHIPS = ((0.8, 0.1, 0.1), (0.6, 0.3, 0.1), (0.4, 0.4, 0.2), (0.2, 0.7, 0.1), (0.1, 0.8, 0.1), (0.5, 0.2, 0.3))
+PER_TUMOR = 400
+
+
+def transcript_contexts(fasta, genes):
+    """(normalised 5-base window, strand feature) -> [(contig, 0-based position, reverse-complemented?)]
+    of every position in a transcript of `genes` (the tool's own definitions)."""
+    import numpy as np
+
+    resolve = tool.contig_resolver(fasta.references)
+    transcripts = tool.read_annotation(str(genes), resolve, "transcript")
+    contexts = {}
+    for contig, length in zip(fasta.references, fasta.lengths):
+        sequence = fasta.fetch(contig).upper()
+        strands = transcripts.lookup(contig, np.arange(length))
+        for pos0 in range(2, length - 2):
+            window = sequence[pos0 - 2 : pos0 + 3]
+            if strands[pos0] == 0 or any(base not in "ACGT" for base in window):
+                continue
+            normalised, _, _, flipped = tool.pyrimidine_normalise(window, window[2], window[2])
+            strand = 0 if (strands[pos0] == 1) != flipped else 1
+            contexts.setdefault((normalised, strand), []).append((contig, pos0, flipped))
+    return contexts
+
+
+def planted_positions(fasta, seed=7):
+    """mutation.cut.txt rows: per tumor PER_TUMOR mutations, each of a signature drawn by the tumor's
+    memberships: a planted signature's features drawn, then a transcript position of that context;
+    the background's a uniformly random transcript position and alt."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    contexts = transcript_contexts(fasta, GENES)
+    everywhere = [site for sites in contexts.values() for site in sites]
+    complement = str.maketrans("ACGT", "TGCA")
+    rows = []
+    for number, membership in enumerate(MEMBERSHIPS, 1):
+        tumor = f"tumor{number}"
+        while sum(row[0] == tumor for row in rows) < PER_TUMOR:
+            signature = rng.choice(3, p=membership)
+            if signature == 2:
+                contig, pos0, _ = everywhere[rng.integers(len(everywhere))]
+                ref = fasta.fetch(contig, pos0, pos0 + 1).upper()
+                alt = "ACGT".replace(ref, "")[rng.integers(3)]
+            else:
+                features = [rng.choice(len(p), p=p) for p in PLANTED[signature]]
+                (centre, alt), flanks = SUBSTITUTIONS[features[0]], ["ACGT"[i] for i in features[1:5]]
+                sites = contexts.get(("".join(flanks[:2]) + centre + "".join(flanks[2:]), features[5]))
+                if not sites:
+                    continue
+                contig, pos0, flipped = sites[rng.integers(len(sites))]
+                ref = fasta.fetch(contig, pos0, pos0 + 1).upper()
+                alt = alt.translate(complement) if flipped else alt
+            rows.append((tumor, contig, pos0 + 1, ref, alt))
+    return rows
+
+
+def fitted_features(result, index):
+    """A fitted signature's ind features from paplot's JSON (substitution from `alt`, flanks from
+    `ref`, strand), concatenated."""
+    alt, ref = result["alt"][index], result["ref"][index]
+    substitution = [alt[1][0], alt[1][2], alt[1][3], alt[3][0], alt[3][1], alt[3][2]]
+    return [*substitution, *ref[0], *ref[1], *ref[3], *ref[4], *result["strand"][index]]
+
+
+def cosine(a, b):
+    import numpy as np
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+@pytest.mark.workflow
+def test_planted_signatures_come_back_through_the_stage_and_paplot_draws_them(pipeline_run, testdata, tmp_path):
+    """The stage's rules on mutations drawn from two known signatures + the background in six
+    tumors (mutation.cut.txt written where pre_pmsignature would write it; the default run's
+    post-analysis tables for the rest of the report): each planted signature comes back (cosine
+    similarity of its features >= 0.95) with the tumors' memberships within 0.15; the same seed
+    writes the same JSON bytes again; paplot's pmsignature and signature pages render in Chromium."""
+    import json
+    import os
+    import shutil
+
+    import pysam
+
+    from conftest import run_snakemake
+    from test_post_analysis_workflow import CHROMIUM, open_page
+
+    config = write_config(tmp_path / "run", testdata, resources_dir=str(tmp_path / "resources"),
+                          pmsignature={"annotation": str(GENES), "background_positions": 200000},
+                          pmsignature_ind={"signum_min": 3, "signum_max": 3, "trialnum": 3},
+                          pmsignature_full={"enable": True, "signum_min": 3, "signum_max": 3, "trialnum": 2})
+    results = tmp_path / "run" / "results"
+    shutil.copytree(pipeline_run / "post_analysis", results / "post_analysis", copy_function=os.link)
+    positions = results / "pmsignature" / "samples" / "mutation.cut.txt"
+    positions.parent.mkdir(parents=True)
+    with pysam.FastaFile(str(testdata / "ref" / "genome.fa")) as fasta:
+        rows = planted_positions(fasta)
+    positions.write_text("".join("\t".join(map(str, row)) + "\n" for row in rows))
+    ind, full = (positions.with_name(f"pmsignature.{mode}.result.3.json") for mode in ("ind", "full"))
+    index = results / "paplot" / "samples" / "index.html"
+    stage = ("--allowed-rules", "pmsignature_background", "pmsignature_ind", "pmsignature_full", "paplot")
+    run_snakemake(config, *stage, str(ind), str(full), str(index), cwd=tmp_path / "run")
+    result = json.loads(ind.read_text())
+    tumors = [f"tumor{n}" for n in range(1, len(MEMBERSHIPS) + 1)]
+    assert result["id"] == tumors and result["mutation_count"] == [PER_TUMOR] * len(tumors)
+    planted = [[p for feature in signature for p in feature] for signature in PLANTED]
+    match = [max(range(2), key=lambda s: cosine(fitted_features(result, s), truth)) for truth in planted]
+    assert sorted(match) == [0, 1]
+    for truth, fitted in zip(planted, match):
+        assert cosine(fitted_features(result, fitted), truth) >= 0.95, (truth, fitted_features(result, fitted))
+    memberships = {(i, j): q for i, j, q in result["mutation"]}
+    for i, truth in enumerate(MEMBERSHIPS):
+        for planted_index, fitted in enumerate(match):
+            assert abs(memberships[i, fitted] - truth[planted_index]) <= 0.15, (i, memberships)
+        assert abs(memberships[i, 2] - truth[2]) <= 0.15, (i, memberships)
+    # The same seed: the same bytes.
+    first = ind.read_bytes(), full.read_bytes()
+    ind.unlink()
+    full.unlink()
+    run_snakemake(config, *stage, str(ind), str(full), cwd=tmp_path / "run")
+    assert (ind.read_bytes(), full.read_bytes()) == first
+    # paplot: one pmsignature page (ind, 3 signatures with the background) and one signature page.
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    for page in ("graph_ind3.html", "graph_full3.html"):
+        assert f"Genomon/{page}" in index.read_text(), page
+        probe, console = open_page(index.with_name("Genomon") / page, tmp_path)
+        assert console == [] and probe is not None and probe["errors"] == [], (page, console, probe)
+        assert probe["ids"] == tumors and probe["rects"] + probe["paths"] > len(tumors), (page, probe)

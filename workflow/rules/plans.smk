@@ -33,7 +33,8 @@ def setup_sizes():
     estimates = dict(REFERENCE_BUILD_BYTES)
     if SIMPLE_REPEAT and PAIRS:
         estimates["simple_repeat_db"] = file_bytes([SIMPLE_REPEAT.source])
-    estimates["pmsignature_background"] = 200_000  # three tables, 5,000 rows of ~20 bytes
+    # pmsignature's background: three tables of at most 3,072 rows of ~20 bytes.
+    estimates["pmsignature_background"] = 200_000
     return {
         rule_name: estimates[rule_name]
         for rule_name in SETUP_PENDING

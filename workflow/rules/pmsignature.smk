@@ -70,16 +70,6 @@ if PMSIGNATURE.background:
             " {input.tables:q} >{log:q} 2>&1"
 
 
-def pmsignature_rule(mode):
-    """The params of pmsignature_ind and pmsignature_full: Genomon's trialnum, the seed, the mode."""
-    settings = config[f"pmsignature_{mode}"]
-    return dict(
-        trialnum=settings["trialnum"],
-        seed=config["pmsignature"]["seed"],
-        flags="" if mode == "ind" else "--full",
-    )
-
-
 if PMSIGNATURE.jobs("ind"):
 
     rule pmsignature_ind:
@@ -91,26 +81,27 @@ if PMSIGNATURE.jobs("ind"):
             background=PMSIGNATURE.background.files,
         output:
             result=pmsignature_result("ind", "{signum}"),
-        wildcard_constraints:
-            signum=r"\d+",
         log:
             log_path("pmsignature_ind", f"{COHORT_NAME}.{{signum}}"),
         benchmark:
             bench_path("pmsignature_ind", f"{COHORT_NAME}.{{signum}}")
+        wildcard_constraints:
+            signum=r"\d+",
         conda:
             "../../envs/python.yaml"
         threads: config["pmsignature_ind"]["threads"]
         resources:
             **FACTS["pmsignature_ind"].resources,
         params:
+            trialnum=config["pmsignature_ind"]["trialnum"],
+            seed=config["pmsignature"]["seed"],
             python=PYTHON,
-            **pmsignature_rule("ind"),
         shell:
             """
             {params.python} -m genomon_smk.tools.pmsignature fit -i {input.positions:q} \
                 -r {input.fasta:q} -a {input.annotation:q} -b "$(dirname {input.background[0]:q})" \
                 --signum {wildcards.signum} --trialnum {params.trialnum} --seed {params.seed} \
-                -t {threads} {params.flags} -o {output.result:q} >{log:q} 2>&1
+                -t {threads} -o {output.result:q} >{log:q} 2>&1
             """
 
 
@@ -124,27 +115,28 @@ if PMSIGNATURE.jobs("full"):
             background=PMSIGNATURE.background.files,
         output:
             result=pmsignature_result("full", "{signum}"),
-        wildcard_constraints:
-            signum=r"\d+",
         log:
             log_path("pmsignature_full", f"{COHORT_NAME}.{{signum}}"),
         benchmark:
             bench_path("pmsignature_full", f"{COHORT_NAME}.{{signum}}")
+        wildcard_constraints:
+            signum=r"\d+",
         conda:
             "../../envs/python.yaml"
         threads: config["pmsignature_full"]["threads"]
         resources:
             **FACTS["pmsignature_full"].resources,
         params:
+            trialnum=config["pmsignature_full"]["trialnum"],
+            seed=config["pmsignature"]["seed"],
             python=PYTHON,
-            **pmsignature_rule("full"),
         shell:
             # No strand feature: the annotation is not read.
             """
             {params.python} -m genomon_smk.tools.pmsignature fit -i {input.positions:q} \
                 -r {input.fasta:q} -b "$(dirname {input.background[0]:q})" \
                 --signum {wildcards.signum} --trialnum {params.trialnum} --seed {params.seed} \
-                -t {threads} {params.flags} -o {output.result:q} >{log:q} 2>&1
+                -t {threads} --full -o {output.result:q} >{log:q} 2>&1
             """
 
 

@@ -4,6 +4,10 @@ Which modes run (Genomon's [pmsignature_ind], [pmsignature_full]) and with which
 annotation they read, and the background signature: built once per reference, annotation, seed
 and number of random positions into resources/pmsignature/<reference>-<key>/ (the tool's
 `background` command, genomon_smk.tools.pmsignature), and reused by every later run and cohort.
+
+Deliberate differences from upstream Genomon (docs/differences.md): the annotation is a config key
+(default annot_utils' refGene of hg19, refused for a reference of another genome) where Genomon
+names hg19 Bioconductor packages; the background is built per reference and annotation.
 """
 
 from __future__ import annotations

@@ -90,6 +90,62 @@ def test_the_workflow_refuses_hg19_genes_for_the_test_genome(tmp_path, testdata)
     assert not (tmp_path / "results").exists()
 
 
+# --- a run's stage (the Genomon-sheet scenario's, test_scenarios.py)
+
+TRUNCATION = 0.001  # the JSON's probabilities are truncated to 3 decimals
+
+
+def open_signature_page(page, ids, tmp_path):
+    """A pmsignature or signature page of paplot's, opened in headless Chromium: no console
+    message or script error, the tumors `ids` drawn."""
+    from test_post_analysis_workflow import open_page
+
+    probe, console = open_page(page, tmp_path)
+    assert console == [] and probe is not None and probe["errors"] == [], (page.name, console, probe)
+    assert probe["ids"] == ids and probe["rects"] + probe["paths"] > len(ids), (page.name, probe)
+
+
+def check_pmsignature(results, cohort, tumors, ind_ks, full_ks, tmp_path):
+    """pmsignature/{cohort}: mutation.cut.txt is the drawn filtered tables' SNV-and-indel rows cut
+    as Genomon cuts them (here every case is drawn), each K's JSON has paplot's layout with every
+    simplex summing to 1, and paplot links a page per K (the largest ind and smallest full K
+    opened in Chromium)."""
+    import json
+
+    from genomon_smk.steps.post_analysis import CASES
+    from test_post_analysis_workflow import CHROMIUM, read_table
+
+    directory = results / "pmsignature" / cohort
+    expected = []
+    for case, _, _ in CASES:
+        path = results / "post_analysis" / cohort / f"merge_mutation_filt_{case}.txt"
+        if path.exists():
+            _, header, rows = read_table(path)
+            expected += ["\t".join([row[header.index("id")], "chr" + row[header.index("Chr")].removeprefix("chr"),
+                                    *(row[header.index(c)] for c in ("Start", "Ref", "Alt"))]) for row in rows]
+    assert (directory / "mutation.cut.txt").read_text().splitlines() == expected
+    for mode, ks in (("ind", ind_ks), ("full", full_ks)):
+        for k in ks:
+            result = json.loads((directory / f"pmsignature.{mode}.result.{k}.json").read_text())
+            assert result["id"] == tumors and len(result["mutation_count"]) == len(tumors), (mode, k)
+            signatures = result["ref"] if mode == "ind" else result["signature"]
+            assert len(signatures) == k - 1, (mode, k)
+            simplices = ([row for s in result["ref"] for row in s[:2] + s[3:]] + result["strand"]
+                         + [[p for row in s for p in row] for s in result["alt"]] if mode == "ind"
+                         else [[p for row in s for p in row] for s in result["signature"]])
+            memberships = [[q for i, _, q in result["mutation"] if i == n] for n in range(len(tumors))]
+            for simplex in simplices + memberships:
+                assert 1 - len(simplex) * TRUNCATION <= sum(simplex) <= 1, (mode, k, simplex)
+            assert [len(m) for m in memberships] == [k] * len(tumors)
+    index = (results / "paplot" / cohort / "index.html").read_text()
+    pages = [f"graph_ind{k}.html" for k in ind_ks] + [f"graph_full{k}.html" for k in full_ks]
+    assert all(f"Genomon/{page}" in index for page in pages), index
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    for page in (f"graph_ind{max(ind_ks)}.html", f"graph_full{min(full_ks)}.html"):
+        open_signature_page(results / "paplot" / cohort / "Genomon" / page, tumors, tmp_path)
+
+
 # --- the stage on planted signatures: mutation.cut.txt drawn from two known ind signatures and the
 # background, on the test genome's made-up genes, then the stage's own rules and paplot
 
@@ -189,7 +245,7 @@ def test_planted_signatures_come_back_through_the_stage_and_paplot_draws_them(pi
     import pysam
 
     from conftest import run_snakemake
-    from test_post_analysis_workflow import CHROMIUM, open_page
+    from test_post_analysis_workflow import CHROMIUM
 
     config = write_config(tmp_path / "run", testdata, resources_dir=str(tmp_path / "resources"),
                           pmsignature={"annotation": str(GENES), "background_positions": 200000},
@@ -204,8 +260,9 @@ def test_planted_signatures_come_back_through_the_stage_and_paplot_draws_them(pi
     positions.write_text("".join("\t".join(map(str, row)) + "\n" for row in rows))
     ind, full = (positions.with_name(f"pmsignature.{mode}.result.3.json") for mode in ("ind", "full"))
     index = results / "paplot" / "samples" / "index.html"
+    # Last: --allowed-rules takes every word after it.
     stage = ("--allowed-rules", "pmsignature_background", "pmsignature_ind", "pmsignature_full", "paplot")
-    run_snakemake(config, *stage, str(ind), str(full), str(index), cwd=tmp_path / "run")
+    run_snakemake(config, str(ind), str(full), str(index), *stage)
     result = json.loads(ind.read_text())
     tumors = [f"tumor{n}" for n in range(1, len(MEMBERSHIPS) + 1)]
     assert result["id"] == tumors and result["mutation_count"] == [PER_TUMOR] * len(tumors)
@@ -223,13 +280,11 @@ def test_planted_signatures_come_back_through_the_stage_and_paplot_draws_them(pi
     first = ind.read_bytes(), full.read_bytes()
     ind.unlink()
     full.unlink()
-    run_snakemake(config, *stage, str(ind), str(full), cwd=tmp_path / "run")
+    run_snakemake(config, str(ind), str(full), *stage)
     assert (ind.read_bytes(), full.read_bytes()) == first
     # paplot: one pmsignature page (ind, 3 signatures with the background) and one signature page.
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
     for page in ("graph_ind3.html", "graph_full3.html"):
         assert f"Genomon/{page}" in index.read_text(), page
-        probe, console = open_page(index.with_name("Genomon") / page, tmp_path)
-        assert console == [] and probe is not None and probe["errors"] == [], (page, console, probe)
-        assert probe["ids"] == tumors and probe["rects"] + probe["paths"] > len(tumors), (page, probe)
+        open_signature_page(index.with_name("Genomon") / page, tumors, tmp_path)

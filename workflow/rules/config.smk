@@ -18,6 +18,7 @@ from genomon_smk.plan.config_check import (
 )
 from genomon_smk.plan.hotspot import hotspot_db_problems
 from genomon_smk.plan.path_limits import path_problems
+from genomon_smk.plan import pmsignature as pmsignature_plan
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
 from genomon_smk.plan.regions import mutation_regions, regions_of
 from genomon_smk.plan.tool_options import CHECKED as CHECKED_OPTIONS
@@ -33,6 +34,7 @@ from genomon_smk.plan.setup_build import (
 from genomon_smk.plan.rules import FACTS, PRIORITIES
 from genomon_smk.plan.samplesheet import InputError, load_cohort, load_schema
 from genomon_smk.steps.fastq_split import chunk_name
+from genomon_smk.steps.post_analysis import case_of
 
 min_version("9.0")
 
@@ -286,3 +288,24 @@ MUTATION_REGIONS = {
     for region in mutation_regions(REGIONS, config["regions"]["min_mutation_regions"])
 }
 CHUNKS = [chunk_name(i) for i in range(config["split"]["chunks"])]
+
+
+# Genomon's pmsignature stages (rules/pmsignature.smk): K per mode, annotation, and the
+# background, a set-up build (resources_dir/pmsignature/).
+PMSIGNATURE = pmsignature_plan.plan_pmsignature(
+    config,
+    [case_of(pair.normal, pair.panel) for pair in PAIRS.values()],
+    REFERENCE_PLAN,
+    RESOURCES_DIR,
+    config_path,
+)
+problems = [
+    key_problem(key, problem, CONFIG_FILES)
+    for key, problem in pmsignature_plan.problems(config, PMSIGNATURE, CONTIGS)
+]
+if problems:
+    raise WorkflowError("invalid config:\n" + "\n".join(problems))
+if PMSIGNATURE.background:
+    SETUP_OUTPUTS["pmsignature_background"] = PMSIGNATURE.background.files
+    if not all(map(os.path.exists, PMSIGNATURE.background.files)):
+        SETUP_PENDING["pmsignature_background"] = PMSIGNATURE.background.files

@@ -277,33 +277,46 @@ PAPLOT = "paplot" if CONDA else shlex.quote(str(Path(sys.executable).parent / "p
 
 
 def paplot_tables(tables):
-    """The filtered tables the report draws, as Genomon picks them: pair + control panel always,
-    pair with paplot.include_unpanel, tumor + panel with include_unpair, tumor alone with both.
+    """The filtered tables the report draws (and pmsignature reads), as Genomon picks them: pair +
+    control panel always, pair with paplot.include_unpanel, tumor + panel with include_unpair,
+    tumor alone with both.
     """
-    wanted = {
-        "pair_controlpanel": True,
-        "pair": config["paplot"]["include_unpanel"],
-        "unpair_controlpanel": config["paplot"]["include_unpair"],
-        "unpair": config["paplot"]["include_unpanel"]
-        and config["paplot"]["include_unpair"],
-    }
+    wanted = pmsignature_plan.drawn_cases(config["paplot"])
     return [
         tables[f"filt_{case}"]
-        for case, on in wanted.items()
-        if on and f"filt_{case}" in tables
+        for case, _, _ in CASES
+        if case in wanted and f"filt_{case}" in tables
     ]
+
+
+# pmsignature's results (rules/pmsignature.smk), one JSON per mode and K.
+PMSIGNATURE_DIR = f"{OUTPUT_DIR}/pmsignature/{COHORT_NAME}"
+
+
+def pmsignature_result(mode, signum):
+    return f"{PMSIGNATURE_DIR}/pmsignature.{mode}.result.{signum}.json"
 
 
 PAPLOT_INPUTS = {
     "qc": [MERGE_QC] if QC_SAMPLES else [],
     "sv": paplot_tables(SV_TABLES),
     "mutation": paplot_tables(MUTATION_TABLES),
+    **{
+        f"pmsignature_{mode}": [pmsignature_result(mode, k) for k in signums]
+        for mode, signums in PMSIGNATURE.ks.items()
+    },
 }
 # paplot's subcommand, title and overview per report (Genomon's).
 PAPLOT_REPORTS = {
     "qc": ("qc", "QC graphs", "Quality Control of bam."),
     "sv": ("ca", "SV graphs", "Structural Variation."),
     "mutation": ("mutation", "Mutation matrix", "Gene-sample mutational profiles."),
+}
+# The signature reports, one per JSON (K), by pmsignature mode (Genomon's; the mode names the
+# page: graph_{mode}{signatures}.html).
+PAPLOT_SIGNATURE_REPORTS = {
+    "ind": ("pmsignature", "pmsignature", "Pmsignature type=ind."),
+    "full": ("signature", "Mutational Signature", "Pmsignature type=full."),
 }
 
 
@@ -325,4 +338,11 @@ def paplot_commands(wildcards, input):
             f'--config_file "$work/paplot.cfg" --title {shlex.quote(heading)} '
             f"--overview {shlex.quote(overview)} --ellipsis {kind}"
         )
+    for mode, (command, heading, overview) in PAPLOT_SIGNATURE_REPORTS.items():
+        for result in input.get(f"pmsignature_{mode}", []):
+            commands.append(
+                f'{PAPLOT} {command} {shlex.quote(result)} "$out_dir" {title} '
+                f'--config_file "$work/paplot.cfg" --title {shlex.quote(heading)} '
+                f"--overview {shlex.quote(overview)} --ellipsis {mode}"
+            )
     return "\n".join(commands)

@@ -33,6 +33,8 @@ def setup_sizes():
     estimates = dict(REFERENCE_BUILD_BYTES)
     if SIMPLE_REPEAT and PAIRS:
         estimates["simple_repeat_db"] = file_bytes([SIMPLE_REPEAT.source])
+    # pmsignature's background: three tables of at most 3,072 rows of ~20 bytes.
+    estimates["pmsignature_background"] = 200_000
     return {
         rule_name: estimates[rule_name]
         for rule_name in SETUP_PENDING
@@ -68,6 +70,8 @@ COHORT_SHAPE = CohortShape(
     sv_samples=len(SV_PARSED),
     sv_panels=len(SV_PANELS),
     sv_pairs=len(SV_PAIRS),
+    pmsignature_ind=PMSIGNATURE.jobs("ind"),
+    pmsignature_full=PMSIGNATURE.jobs("full"),
 )
 
 

@@ -19,8 +19,8 @@ class CohortShape:
     BAMs of its [bam_tofastq] samples (those samples are counted in `samples`: they are mapped),
     the samples whose QC runs (None: all; mapped ones: those with read-pair and duplicate
     checks), the set-up rules that still have to build their files into resources_dir (one job
-    each; none when the reference is used in place or was built by an earlier run), and what the
-    SV stage parses, merges and filters."""
+    each; none when the reference is used in place or was built by an earlier run), what the
+    SV stage parses, merges and filters, and pmsignature's fits."""
 
     samples: int
     pairs: int
@@ -37,6 +37,9 @@ class CohortShape:
     sv_samples: int = 0
     sv_panels: int = 0
     sv_pairs: int = 0
+    # pmsignature: the K values of its ind and full modes that run (none without a drawn table).
+    pmsignature_ind: int = 0
+    pmsignature_full: int = 0
 
     @property
     def qc(self) -> int:
@@ -80,6 +83,9 @@ SV_QC_RUN = Per("sv qc run", lambda c, _: int(c.qc > 0 and c.sv_pairs > 0))  # t
 MUTATION_RUN = Per("mutation run", lambda c, _: int(c.pairs > 0))
 SV_RUN = Per("sv run", lambda c, _: int(c.sv_pairs > 0))
 POST_ANALYSIS_RUN = Per("post-analysis run", lambda c, _: int(c.pairs > 0 or c.sv_pairs > 0 or c.qc > 0))
+PMSIGNATURE_RUN = Per("pmsignature run", lambda c, _: int(c.pmsignature_ind + c.pmsignature_full > 0))
+IND_K = Per("ind K", lambda c, _: c.pmsignature_ind)
+FULL_K = Per("full K", lambda c, _: c.pmsignature_full)
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,8 @@ RULES: tuple[Rule, ...] = (
     # bwa index of a human genome: about an hour and 5 GB (bwtsw).
     Rule("reference_bwa_index", "reference set-up", TO_BUILD, mem_mb=8000, runtime=240),
     Rule("simple_repeat_db", "reference set-up", TO_BUILD, mem_mb=4000, runtime=30),
+    # pmsignature's background: 1e7 random positions, about half a minute on GRCh37 (docs/pmsignature.md).
+    Rule("pmsignature_background", "reference set-up", TO_BUILD, mem_mb=4000, runtime=30),
     Rule("bam_to_fastq", "bam tofastq", CONVERTED_BAM, 10, "bam_to_fastq", ("output", "temp")),
     Rule("import_bam", "bam import", IMPORTED_SAMPLE),
     Rule("stagger_start", "split files", STAGGERED_SAMPLE),
@@ -155,6 +163,11 @@ RULES: tuple[Rule, ...] = (
     Rule("post_analysis_mutation", "post analysis", MUTATION_RUN),
     Rule("post_analysis_sv", "post analysis", SV_RUN),
     Rule("post_analysis_qc", "post analysis", QC_RUN),
+    # Genomon's pmsignature: the cohort's mutation positions, then one job per K and mode. A fit of
+    # the paper-scale cohort (1,000 tumors x 5,000 SNVs) takes up to 43 CPU minutes at K = 6.
+    Rule("pre_pmsignature", "pmsignature", PMSIGNATURE_RUN),
+    Rule("pmsignature_ind", "pmsignature", IND_K, mem_mb=4000, runtime=120),
+    Rule("pmsignature_full", "pmsignature", FULL_K, mem_mb=4000, runtime=120),
     Rule("paplot", "paplot", POST_ANALYSIS_RUN),
     Rule("utilisation_timeline", "qc", RUN),
 )

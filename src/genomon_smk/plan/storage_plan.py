@@ -133,9 +133,9 @@ def plan_table(uses: list[Use], peak: dict[str, float], capacity: dict[str, int 
     for use in uses:
         key = (use.rule, use.role, use.tier)
         totals[key] = max(totals.get(key, 0.0), use.size) if use.per_job else totals.get(key, 0.0) + use.size
-    lines = ["Storage plan (estimated from the FASTQ sizes):", f"  {'rule':<20}{'files':<8}{'tier':<12}{'bytes':>12}"]
+    lines = ["Storage plan (estimated from the FASTQ sizes):", f"  {'rule':<24}{'files':<8}{'tier':<12}{'bytes':>12}"]
     for (rule, role, tier), size in totals.items():
-        lines.append(f"  {rule:<20}{role:<8}{tier:<12}{human(size):>12}{'  per job' if role == 'temp' else ''}")
+        lines.append(f"  {rule:<24}{role:<8}{tier:<12}{human(size):>12}{'  per job' if role == 'temp' else ''}")
     lines.append(f"  {'tier':<12}{'peak':>12}{'capacity':>12}  place")
     for tier in ("node_local", "shared_tmp", "cache", "global"):
         limit = capacity.get(tier)

@@ -40,6 +40,10 @@ Shiraishi, Tremmel, Miyano and Stephens, PLoS Genet 11(12):e1005657 (2015); no u
   decimals; ``mutation`` = [sample, signature, q] with the background last; ``mutation_count`` =
   the sample's mutations that survived the filters.
 
+Deliberate differences from upstream Genomon (docs/differences.md, docs/pmsignature.md): seeded
+starts, the true mutation counts, SQUAREM for a maximisation, backgrounds made from the configured
+reference and annotation, the empty JSON only for too few mutations.
+
 Usage::
 
     python -m genomon_smk.tools.pmsignature background -r ref.fa -a refGene.txt.gz -o bgdir

@@ -10,7 +10,7 @@ from snakemake.exceptions import WorkflowError
 
 from conftest import REPO, parse_workflow, write_config
 from genomon_smk.plan import pmsignature as plan
-from genomon_smk.plan.resources import ReferencePlan
+from genomon_smk.plan.setup_build import ReferencePlan
 from genomon_smk.tools import pmsignature as tool
 
 CONFIG = {

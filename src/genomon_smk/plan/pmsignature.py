@@ -17,7 +17,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from genomon_smk.plan.resources import ReferencePlan, input_key, stem
+from genomon_smk.plan.setup_build import ReferencePlan, input_key, stem
 
 MODES = ("ind", "full")
 # The tables the tool's `background` command writes (genomon_smk.tools.pmsignature Mode.table_name):

@@ -151,7 +151,7 @@ def snakemake_only_in_slow_tests(request, monkeypatch):
 # rest in collection order.
 UNIT_ORDER = (
     "test_slurm.py", "test_pjm_workflow.py", "test_scenarios.py", "test_pjm_allocation.py", "test_faults.py",
-    "test_isolation.py", "test_mutation_workflow.py", "test_pjm_emulator.py", "test_sv.py", "test_resources.py",
+    "test_isolation.py", "test_mutation_workflow.py", "test_pjm_emulator.py", "test_sv.py", "test_setup_build.py",
     "test_bai_merge.py", "test_priorities.py", "test_panel_power.py", "test_scatter.py", "test_genomon_sheet.py",
 )
 WORKER_ORDER = ("slurm", "pjm", "workflow")

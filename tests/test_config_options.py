@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_snakemake, write_config
-from genomon_smk.plan.config_check import config_problems, option_keys, quoted_options
+from snakemake.exceptions import WorkflowError
+
+from conftest import parse_workflow, run_snakemake, write_config
+from genomon_smk.plan.config_check import config_problems, option_keys, quoted_options, value_at
+from genomon_smk.plan.tool_options import CHECKED, tool_option_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan.samplesheet import load_schema
 
@@ -86,14 +89,22 @@ def test_an_options_value_with_an_unbalanced_quote_is_refused_naming_the_key(tmp
 def test_every_rule_passes_the_options_quoted(tmp_path, testdata, no_slurm_probe):
     """A dry run of every stage (a tumor-only pair too, for the single_params keys) with shell
     syntax in every options key: each rule's command holds the value as quoted words (or, for the
-    steps that take one options string, that string quoted), never bare."""
+    steps that take one options string, that string quoted), never bare. With Genomon's own
+    mutation tools (stand-ins on PATH that never run), whose options are not parsed beforehand
+    as the project's own tools' are."""
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text((testdata / "pairs.tsv").read_text() + "pon1\t\t\n")
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    for tool in ("fisher", "mutfilter", "EBFilter", "mutil", "hotspotCall"):
+        (upstream / tool).write_text("#!/bin/sh\nexit 1\n")
+        (upstream / tool).chmod(0o755)
     values = {key: payload(tmp_path, ".".join(key)) for key in OPTION_KEYS}
-    config = write_config(tmp_path, testdata, pairs=str(pairs), split={"chunks": 1},
+    config = write_config(tmp_path, testdata, pairs=str(pairs), split={"chunks": 1}, mutation_tools="upstream",
                           hotspot_db=str(testdata / "hotspot_database.txt"),  # hotspot_call.params is used
                           **merged(*(nested(key, value) for key, value in values.items())))
-    output = run_snakemake(config, "-n", "-p", env=no_slurm_probe).stdout
+    env = {**no_slurm_probe, "PATH": f"{upstream}:{no_slurm_probe['PATH']}"}
+    output = run_snakemake(config, "-n", "-p", env=env).stdout
     for key, value in values.items():
         quoted = quoted_options(value)
         assert quoted in output or shlex.quote(quoted) in output, ".".join(key)
@@ -137,3 +148,37 @@ def test_a_tier_place_the_job_shell_expands_may_not_run_a_command(place):
 
 def test_a_tier_place_may_name_variables():
     assert path_problems("storage.paths.cache", "${TMPDIR:-/tmp}/genomon-cache", expanded_by_job=True) == []
+
+
+@pytest.mark.parametrize(
+    "key, value, complaint",
+    [
+        (("fisher_mutation_call", "pair_params"), "--min_dpeth 8", "unrecognized arguments: --min_dpeth 8"),
+        (("fisher_mutation_call", "single_params"), "--min_depth eight", "argument -d/--min_depth: invalid int value"),
+        (("indel_filter", "params"), "--search_length", "argument -l/--search_length: expected one argument"),
+        (("mutation_util", "pair_params"), "--fish_pval 1.0 --eb_pvalue 4", "unrecognized arguments: --eb_pvalue 4"),
+        (("hotspot_call", "params"), "-t 0.1 --bogus", "unrecognized arguments: --bogus"),
+    ],
+    ids=lambda item: ".".join(item) if isinstance(item, tuple) else None,
+)
+def test_a_mutation_tool_option_its_tool_does_not_take_is_refused_naming_the_key(tmp_path, key, value, complaint):
+    values = {key: value}
+    problems = tool_option_problems(values)
+    assert [path for path, _ in problems] == [key]
+    assert complaint in problems[0][1], problems
+
+
+def test_the_default_config_s_tool_options_all_parse():
+    defaults = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
+    values = {path: value_at(defaults, path) for path in CHECKED}
+    assert all(isinstance(value, str) for value in values.values()), values
+    assert tool_option_problems(values) == []
+
+
+def test_a_bad_tool_option_stops_the_plan_with_its_file_and_line(tmp_path, testdata):
+    config = write_config(tmp_path, testdata, indel_filter={"params": "--search_length 40 --neighbour 5"})
+    with pytest.raises(WorkflowError) as refused:
+        parse_workflow(config)
+    line = next(n for n, text in enumerate(Path(config).read_text().splitlines(), 1) if "--neighbour" in text)
+    assert f"config.yaml:{line}: key 'indel_filter.params': " in str(refused.value)
+    assert "unrecognized arguments: --neighbour 5" in str(refused.value)

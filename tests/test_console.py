@@ -1,12 +1,12 @@
 """What the console shows: one line per job, and the summary a run and a dry run end with
-(genomon_smk.plan.console, workflow/rules/console.smk)."""
+(genomon_smk.runtime.console, workflow/rules/console.smk)."""
 
 import re
 
 import pytest
 
 from conftest import run_snakemake, write_config
-from genomon_smk.plan.console import PairFiles, PlanWarning, job_line, summary
+from genomon_smk.runtime.console import PairFiles, PlanWarning, failure_summary, job_line, summary
 
 HEADER = "Chr\tStart\tEnd\tRef\tAlt\n"
 
@@ -79,3 +79,18 @@ def test_a_run_shows_one_line_per_job(tmp_path, testdata):
     assert re.search(r"^\[.+\] Finished jobid: \d+ \(Rule: region_table\)$", output, flags=re.M)
     assert not re.search(r"^\s+(input|output|jobid):", output, flags=re.M)
     assert "Select jobs to execute" not in output and "Execute 1 jobs" not in output
+
+
+def test_a_failed_run_ends_with_each_failed_job_and_its_logs_and_how_to_go_on(tmp_path):
+    out = str(tmp_path / "results")
+    text = failure_summary(
+        out,
+        {"map_reads #7": [f"{out}/logs/map_reads/T1/0003.log"], "markdup #9": []},
+        {"job logs": f"{out}/logs"},
+    )
+    lines = text.splitlines()
+    assert lines[0] == "genomon-smk: the run failed: 2 job(s) failed"
+    assert lines[1] == "  map_reads #7: logs/map_reads/T1/0003.log"
+    assert lines[2] == "  markdup #9: no log"
+    assert "run the same command again" in lines[3]
+    assert lines[-1] == "  job logs: logs"

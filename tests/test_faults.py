@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -138,6 +139,9 @@ def test_a_failing_map_job_is_reported_with_its_log_and_leaves_nothing_behind(te
     assert "Error in rule map_reads" in output
     assert str(log) in output
     assert "paired reads have different names" in log.read_text()
+    # The failed run ends with the failed job and its log once more, after the error blocks.
+    closing = output[output.index("genomon-smk: the run failed: 1 job(s) failed") :]
+    assert re.search(r"^  map_reads #\d+: logs/map_reads/pon1/0000\.log$", closing, flags=re.M), closing
     assert not pieces.exists()
     node_local = results / ".tiers" / "node_local"
     assert node_local.is_dir(), "the map job never made its work directory"

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from genomon_smk.plan.job_tier_use import MARKER, collect, records_in_log, table, write_tsv
+from genomon_smk.runtime.job_tier_use import MARKER, collect, records_in_log, table, write_tsv
 
 from conftest import REPO
 

@@ -27,17 +27,17 @@ from genomon_smk.plan.rules import PRIORITIES
 
 
 def test_list_scheduling_on_a_tiny_dag():
-    jobs = [Job("a", "map", 10), Job("b", "map", 10), Job("c", "markdup", 10, after=[0, 1])]
+    jobs = [Job("a", "map_reads", 10), Job("b", "map_reads", 10), Job("c", "markdup", 10, after=[0, 1])]
     result = simulate(jobs, slots=2, samples=1)
     assert result.makespan == 20 and result.utilisation == pytest.approx(30 / 40)
 
 
 def test_higher_priority_jobs_take_a_free_slot_first():
     # One slot: after the split, a map and a markdup job are ready at once.
-    jobs = [Job("split", "split", 1), Job("map", "map", 5, after=[0]), Job("markdup", "markdup", 7, after=[0])]
+    jobs = [Job("split", "split_fastq", 1), Job("map", "map_reads", 5, after=[0]), Job("markdup", "markdup", 7, after=[0])]
     with_priorities = simulate(jobs, slots=1, samples=1)
     assert with_priorities.starts[2] == 1 and with_priorities.starts[1] == 8  # markdup overtakes the map job
-    flat = simulate(jobs, slots=1, samples=1, priority={"split": 0, "map": 0, "markdup": 0})
+    flat = simulate(jobs, slots=1, samples=1, priority={"split_fastq": 0, "map_reads": 0, "markdup": 0})
     assert flat.starts[1] == 1 and flat.starts[2] == 6  # without priorities: first come, first served
 
 
@@ -79,7 +79,7 @@ def test_read_dot_takes_the_real_jobs_and_edges_of_a_config(tmp_path, testdata):
         [str(Path(sys.executable).parent / "snakemake"), "-n", "--dag", "--configfile", str(config)],
         cwd=RUN_DIR, capture_output=True, text=True, check=True,
     ).stdout
-    jobs = read_dot(dot, {"map_reads": "map", "markdup": "markdup"}, {"map_reads": 60.0})
+    jobs = read_dot(dot, {"map_reads": 60.0})
     rules = Counter(job.name.split("#")[0] for job in jobs)
     assert rules["map_reads"] == 5 * 4 and rules["split_fastq"] == 5 and rules["merge_mutation"] == 1
     gather = {i for i, job in enumerate(jobs) if job.name.startswith("gather_map#")}
@@ -89,7 +89,7 @@ def test_read_dot_takes_the_real_jobs_and_edges_of_a_config(tmp_path, testdata):
 
 
 def test_recommendation_is_the_fewest_slots_within_the_target():
-    jobs = [Job(f"j{i}", "map", 10.0) for i in range(4)] + [Job("end", "merge_mutation", 5.0, after=[0, 1, 2, 3])]
+    jobs = [Job(f"j{i}", "map_reads", 10.0) for i in range(4)] + [Job("end", "merge_mutation", 5.0, after=[0, 1, 2, 3])]
     slots, result = recommend_slots(jobs, samples=1, target=25.0)
     assert slots == 2 and result.makespan == 25.0  # 2 rounds of 10 s, then 5 s
     assert recommend_slots(jobs, samples=1, target=24.9)[0] == 4  # 3 slots still need two rounds
@@ -97,16 +97,16 @@ def test_recommendation_is_the_fewest_slots_within_the_target():
 
 
 def test_a_job_holds_its_threads_and_a_narrower_one_fills_the_gap():
-    jobs = [Job("wide", "markdup", 10.0, threads=2), Job("wide2", "markdup", 10.0, threads=2), Job("narrow", "map", 4.0)]
+    jobs = [Job("wide", "markdup", 10.0, threads=2), Job("wide2", "markdup", 10.0, threads=2), Job("narrow", "map_reads", 4.0)]
     result = simulate(jobs, slots=3, samples=1)
     # Both wide jobs want 2 of 3 slots: the second waits, the low-priority map job takes the slot left.
     assert result.starts == (0.0, 10.0, 0.0)
     assert result.makespan == 20.0 and result.busy == pytest.approx(2 * 10 * 2 + 4)
-    assert simulate([Job("huge", "map", 5.0, threads=8)], slots=2, samples=1).busy == 10.0  # capped at the slots
+    assert simulate([Job("huge", "map_reads", 5.0, threads=8)], slots=2, samples=1).busy == 10.0  # capped at the slots
 
 
 def test_replicated_pipelines_are_independent_and_staggered():
-    jobs = [Job("a", "map", 10.0), Job("b", "markdup", 10.0, after=[0])]
+    jobs = [Job("a", "map_reads", 10.0), Job("b", "markdup", 10.0, after=[0])]
     cohort, release = replicate(jobs, 3, stagger=5.0)
     assert [job.after for job in cohort] == [[], [0], [], [2], [], [4]]
     assert [job.pipeline for job in cohort] == [0, 0, 1, 1, 2, 2] and release == {0: 0.0, 1: 5.0, 2: 10.0}
@@ -114,7 +114,7 @@ def test_replicated_pipelines_are_independent_and_staggered():
 
 
 def test_the_reference_set_up_is_planned_once_for_a_cohort():
-    jobs = [Job("map_reads#1", "map", 10.0, after=[1]), Job("reference_bwa_index#2", "reference set-up", 60.0)]
+    jobs = [Job("map_reads#1", "map_reads", 10.0, after=[1]), Job("reference_bwa_index#2", "reference_bwa_index", 60.0)]
     cohort, _ = replicate(jobs, 3, stagger=0.0)
     assert [job.name for job in cohort] == ["map_reads#1", "reference_bwa_index#2", "map_reads#1", "map_reads#1"]
     assert [job.after for job in cohort] == [[1], [], [1], [1]]
@@ -133,7 +133,7 @@ def test_planner_takes_the_real_dag_and_the_runs_benchmarks(pipeline_run, tmp_pa
     # Every rule of the DAG but the target has a measured mean.
     assert {rule for _, rule in nodes} - {"all"} <= set(durations)
     assert all(seconds > 0 for seconds in durations.values())
-    jobs = read_dot(dot, None, durations)
+    jobs = read_dot(dot, durations)
     assert len(jobs) == len(nodes) and len(nodes) > 90
     single = simulate(jobs, 2, samples=1, priority=PRIORITIES)
     expected_busy = sum(durations.get(rule, 0.0) for _, rule in nodes)
@@ -143,7 +143,7 @@ def test_planner_takes_the_real_dag_and_the_runs_benchmarks(pipeline_run, tmp_pa
     # near the one the run's timeline measured.
     config_values = yaml.safe_load(config.read_text())
     threads = {"map_reads": config_values["map"]["threads"], "markdup": config_values["markdup"]["threads"]}
-    replay = simulate(read_dot(dot, None, durations, threads), 2, samples=1, priority=PRIORITIES)
+    replay = simulate(read_dot(dot, durations, threads), 2, samples=1, priority=PRIORITIES)
     summary = dict(line.split("\t") for line in
                    (pipeline_run / "qc" / "timeline" / "timeline.summary.tsv").read_text().splitlines()[1:])
     assert replay.makespan == pytest.approx(float(summary["makespan_s"]), rel=0.25)
@@ -160,7 +160,7 @@ def test_planner_takes_the_real_dag_and_the_runs_benchmarks(pipeline_run, tmp_pa
 
 
 def test_a_simulated_schedule_is_drawn_as_a_timeline(tmp_path):
-    jobs = [Job("a", "map", 10.0), Job("b", "map", 10.0), Job("c", "markdup", 20.0, after=[0, 1], threads=2)]
+    jobs = [Job("a", "map_reads", 10.0), Job("b", "map_reads", 10.0), Job("c", "markdup", 20.0, after=[0, 1], threads=2)]
     result = simulate(jobs, slots=2, samples=1)
     draw_schedule(jobs, result, str(tmp_path / "plan.svg"))
     svg = (tmp_path / "plan.svg").read_text()

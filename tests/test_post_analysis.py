@@ -147,3 +147,21 @@ def test_mutation_table_gets_a_class_column(tmp_path):
     _, header, rows = table(out)
     assert header[-1] == "variant_class" and [row["variant_class"] for row in rows] == ["SNV", "insertion"]
     assert [row["id"] for row in rows] == ["t1", "t1"]
+
+
+def test_mutation_positions_for_pmsignature_as_genomon_cuts_them(tmp_path):
+    """id, chrN, Start, Ref, Alt of every row on 1-22, X or Y (one `chr` prefix, however the
+    table names it), the tables appended in order; an empty file when nothing is left."""
+    first, second, empty = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "c.txt"
+    first.write_text("#meta: x\nid\tChr\tStart\tEnd\tRef\tAlt\tmisRate_tumor\n"
+                     "t1\t1\t100\t100\tC\tA\t0.3\nt1\tMT\t5\t5\tA\tG\t0.1\nt1\tchrX\t7\t7\t-\tT\t0.2\n")
+    second.write_text("id\tChr\tStart\tEnd\tRef\tAlt\n"
+                      "t2\tchr2\t9\t9\tG\tT\nt2\tGL000192.1\t3\t3\tA\tC\nt2\tChr3\t11\t12\tAC\t-\n")
+    empty.write_text("")
+    out = tmp_path / "mutation.cut.txt"
+    assert post_analysis.mutation_positions([str(first), str(empty), str(second)], str(out)) == 4
+    assert out.read_text() == ("t1\tchr1\t100\tC\tA\nt1\tchrX\t7\t-\tT\n"
+                               "t2\tchr2\t9\tG\tT\nt2\tchr3\t11\tAC\t-\n")
+    assert post_analysis.main(["cut", "--out", str(out), str(empty)]) == 0 and out.read_text() == ""
+    first.write_text("id\tChr\tStart\n")
+    assert post_analysis.main(["cut", "--out", str(out), str(first)]) != 0

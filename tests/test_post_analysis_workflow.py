@@ -85,7 +85,7 @@ window.__errors = [];
 window.addEventListener("error", (e) => window.__errors.push(String(e.message)));
 window.addEventListener("load", function () {
   setTimeout(function () {
-    const data = window.qc_data || window.ca_data || window.mut_data || {};
+    const data = window.qc_data || window.ca_data || window.mut_data || window.msig_data || window.sig_data || {};
     const ids = data.Ids || data.index_ID || [];
     const thumbs = [...document.querySelectorAll("li.thumb strong")].map((s) => s.textContent.trim());
     document.body.setAttribute("data-probe", JSON.stringify({

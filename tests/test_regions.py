@@ -9,6 +9,7 @@ from genomon_smk.plan.regions import (
     derive_regions,
     mutation_regions,
     read_regions,
+    check_coverage,
     regions_from_file,
     write_regions,
 )
@@ -101,12 +102,45 @@ def test_region_file_in_bed_and_interval_list_forms(tmp_path):
     contigs = [("1", 1000), ("2", 500)]
     bed = tmp_path / "regions.bed"
     bed.write_text("2\t0\t500\tb\n1\t0\t400\ta\n1\t400\t1000\ta2\n")
-    regions = regions_from_file(str(bed), contigs)
+    regions, notes = regions_from_file(str(bed), contigs, 50_000_000, 10_000_000)
     assert [[i.samtools() for i in r.intervals] for r in regions] == [["1:1-400"], ["1:401-1000"], ["2:1-500"], []]
+    assert notes == []
     genomon = tmp_path / "genomon.interval_list"
     genomon.write_text("1:1-400\n1:401-1000,2:1-500\n")
-    regions = regions_from_file(str(genomon), contigs)
+    regions, notes = regions_from_file(str(genomon), contigs, 50_000_000, 10_000_000)
     assert regions[1].intervals == (Interval("1", 400, 1000), Interval("2", 0, 500))
+    assert notes == []
+
+
+def test_a_genomon_interval_list_is_completed_to_cover_the_reference_once(tmp_path):
+    """Genomon's GRCh37 list as it is: telomere gaps left out, adjacent lines sharing their
+    boundary base, a contig starting at 0, and the decoy/unplaced contigs not listed."""
+    contigs = [("1", 1000), ("2", 500), ("MT", 100), ("GL1", 30), ("hs37d5", 40)]
+    genomon = tmp_path / "GRCh37.interval_list"
+    genomon.write_text("1:11-600\n1:600-900\n2:5-450\nMT:0-100\n")
+    regions, notes = regions_from_file(str(genomon), contigs, 50_000_000, 10_000_000)
+    assert [[i.samtools() for i in r.intervals] for r in regions] == [
+        ["1:1-600"],
+        ["1:601-1000"],
+        ["2:1-500"],
+        ["MT:1-100"],
+        ["GL1:1-30", "hs37d5:1-40"],
+        [],
+    ]
+    assert "1:600 is in two intervals: kept in the first" in notes
+    assert "1:1-10 is in no interval: added to 1:11-600" in notes
+    assert "1:901-1000 is in no interval: added to 1:600-900" in notes
+    assert "2:451-500 is in no interval: added to 2:5-450" in notes
+    assert any(note.startswith("2 contigs in no interval") for note in notes)
+    # every base once: what markdup needs
+    assert check_coverage([list(r.intervals) for r in regions[:-1]], contigs, "x") == []
+
+
+def test_an_interval_list_still_refuses_what_cannot_be_meant(tmp_path):
+    genomon = tmp_path / "bad.interval_list"
+    genomon.write_text("1:1-600\n1:500-1000\n3:1-10\n")
+    with pytest.raises(ValueError, match=r"contig '3' is not in the reference[\s\S]*1:500-1000 overlaps another region"):
+        regions_from_file(str(genomon), [("1", 1000)], 50_000_000, 10_000_000)
 
 
 @pytest.mark.parametrize(
@@ -123,4 +157,4 @@ def test_bad_region_files_are_refused(tmp_path, text, message):
     path = tmp_path / "bad.bed"
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
-        regions_from_file(str(path), [("1", 1000), ("2", 500)])
+        regions_from_file(str(path), [("1", 1000), ("2", 500)], 50_000_000, 10_000_000)

@@ -1,4 +1,4 @@
-"""Retries that grow what a job was short of (genomon_smk.plan.retries): the failure reports of
+"""Retries that grow what a job was short of (genomon_smk.runtime.retries): the failure reports of
 the executors read into what the next attempt gets. The real Slurm run of the mechanism is in
 tests/test_slurm.py; the messages here are the executors' own formats (the Slurm plugin's
 report_job_error, slurmstepd's notices in a job's log, the PJM plugin's end codes)."""
@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from genomon_smk.plan.retries import (Attempts, FailureHandler, classify, marker_path, refusal,
+from genomon_smk.runtime.retries import (Attempts, FailureHandler, classify, marker_path, refusal,
                                       scaled)
 
 SLURM = "SLURM-job '{id}' failed, SLURM status is: '{state}'. Reason: Step 0: {reason}."

@@ -4,12 +4,12 @@ priorities and storage keys, the documentation and the readers of the table agre
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
 from genomon_smk.plan import rules
-from genomon_smk.plan.planner import RULE_OF_STAGE, STAGE_PRIORITY
-from genomon_smk.plan.stage_plan import STAGES, STORAGE_ROLES
-from genomon_smk.steps.timeline import STAGE_COLOURS, STAGE_OF_RULE
+from genomon_smk.plan.planner import paper_pipeline
+from genomon_smk.plan.timeline import STAGE_COLOURS
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
@@ -36,11 +36,45 @@ def test_config_readme_states_the_tables_default_priorities():
     assert stated == rules.PRIORITIES
 
 
-def test_readers_take_stages_priorities_and_tiers_from_the_table():
-    assert [stage for stage, _ in STAGES] == list(rules.STAGES)
-    assert {name for _, members in STAGES for name, _ in members} == set(rules.FACTS)
-    assert all(STAGE_OF_RULE[rule.name] == rule.stage for rule in rules.RULES)
+def test_every_rule_of_the_workflow_is_in_the_table_and_nothing_else():
+    text = "".join(path.read_text() for path in (REPO / "workflow").rglob("*.smk"))
+    text += (REPO / "workflow" / "Snakefile").read_text()
+    defined = re.findall(r"^ *rule (\w+):", text, flags=re.M)
+    assert len(defined) == len(set(defined))
+    assert set(defined) == set(rules.FACTS) | {rules.TARGET_RULE, rules.SETUP_TARGET}
+
+
+def test_the_tables_tier_roles_are_the_configs_storage_keys():
+    """A rule's storage.rules key and roles (`output`, `temp`) are the ones the config can set."""
+    roles = {}
+    for rule in rules.RULES:
+        if rule.tier_key:
+            roles.setdefault(rule.tier_key, set()).update(rule.tier_roles)
+    schema = SCHEMA["properties"]["storage"]["properties"]["rules"]["properties"]
+    assert roles == {key: set(value["properties"]) for key, value in schema.items()}
+
+
+def test_map_jobs_wait_behind_every_other_prioritised_rule():
+    """The Fugaku paper's low-priority queue: a pair's later stages overtake the next pair's map jobs."""
+    assert rules.PRIORITIES["map_reads"] < min(p for rule, p in rules.PRIORITIES.items() if rule != "map_reads")
+
+
+def test_the_planner_and_the_timeline_name_the_tables_rules_and_stages():
+    """The planner's paper-shaped pipeline is made of the workflow's rules (so the config's
+    priorities and the table's stages apply to it), and the timeline has a colour of its own for
+    every stage of the table."""
+    jobs = paper_pipeline()
+    assert {job.rule for job in jobs} <= set(rules.FACTS)
+    assert {job.stage for job in jobs} == {"split files", "map", "markdup", "merge bam", "identify mutations",
+                                           "merge mutation"}
     assert set(STAGE_COLOURS) == {*rules.STAGES, "other"}
-    assert STAGE_PRIORITY == {stage: rules.PRIORITIES[rule] for stage, rule in RULE_OF_STAGE.items()}
-    assert STAGE_PRIORITY["map"] < min(p for s, p in STAGE_PRIORITY.items() if s != "map")  # the paper's queue
-    assert {key for key, _ in STORAGE_ROLES.values()} == set(rules.TIER_KEYS)
+    assert len(set(STAGE_COLOURS.values())) == len(STAGE_COLOURS)
+
+
+def test_a_rule_is_counted_by_a_function_of_the_cohort():
+    """Each rule's jobs come from the cohort's shape: nothing (a rule with 0 jobs in an empty
+    cohort but the run-wide ones) or a count that grows with the cohort."""
+    empty = rules.CohortShape(samples=0, pairs=0, chunks=4, regions=5, mutation_regions=4, qc_samples=0)
+    assert {rule.name for rule in rules.RULES if rule.jobs(empty)} == {"utilisation_timeline"}
+    with pytest.raises(TypeError, match="per` is a Per"):
+        rules.Rule("new_rule", "qc", "sample")

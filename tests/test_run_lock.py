@@ -8,8 +8,8 @@ import socket
 import subprocess
 import time
 
-from genomon_smk.plan import run_lock
-from genomon_smk.plan.run_lock import (
+from genomon_smk.runtime import run_lock
+from genomon_smk.runtime.run_lock import (
     Holder,
     acquire,
     clear,

@@ -16,6 +16,7 @@ import pytest
 
 from conftest import SCENARIO_DIRS, result_rows as rows_without_meta, retuned_jobs, run_scenario, run_snakemake
 from test_mutation_workflow import MUTATION_FILTER_JOBS, called, result_rows, truth_sites
+from test_pmsignature_stage import check_pmsignature
 from test_post_analysis_workflow import check_paplot, check_post_analysis, with_rows
 from test_sv import planted_svs, score, sv_file, sv_rows
 
@@ -198,10 +199,13 @@ def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_ru
     check_paplot(results, "sample_sheet", "Genomon", ["tumor", "normal"], sv_tumors,
                  with_rows(results, list(cases)), tmp_path)
     assert with_rows(results, list(cases)) == list(cases)  # every case's tumor has calls to draw
+    check_pmsignature(results, "sample_sheet", sorted(cases), range(2, 7), range(2, 4), tmp_path)
     # The stage plan counts every job of this cohort as Snakemake does (imported, converted and
     # QC-selected samples included).
     plan = run_snakemake(scenario_root / "config-genomon-sheet" / "config.yaml", "-n", "--forceall", "--quiet", "rules")
     planned = int(re.search(r"total \(with rule all\) +(\d+)", plan.stderr).group(1))
     counted = int(re.search(r"^total +(\d+)$", plan.stdout + plan.stderr, flags=re.M).group(1))
-    # Four pairs (mutations and SVs), two panels; post-analysis: three merges and paplot.
-    assert planned == counted == 116
+    # Four pairs (mutations and SVs), two panels; post-analysis: three merges and paplot;
+    # pmsignature: the cohort's positions, ind K = 2..6, full K = 2..3. --forceall also forces the
+    # background's set-up job, which the plan (of what is still to build) no longer counts.
+    assert planned == counted - 1 == 124

@@ -69,7 +69,7 @@ def test_stages_partition_the_rules_and_sum_to_the_total():
 def test_set_up_jobs_only_for_what_is_still_to_build():
     shape = CohortShape(samples=2, pairs=1, chunks=4, regions=5, mutation_regions=4)
     assert not {"reference_fasta", "reference_bwa_index", "simple_repeat_db"} & set(rule_jobs(shape))
-    building = rule_jobs(replace(shape, to_build=frozenset({"bwa index to build", "repeat table to build"})))
+    building = rule_jobs(replace(shape, to_build=frozenset({"reference_bwa_index", "simple_repeat_db"})))
     assert building["reference_bwa_index"] == building["simple_repeat_db"] == 1 and "reference_fasta" not in building
     assert stage_jobs(building)["reference set-up"] == 2
     assert rule_tiers("reference_bwa_index", TIERS) == "global (resources_dir)"
@@ -83,9 +83,10 @@ def test_tiers_follow_the_config():
 
 
 def test_table_names_every_stage_rule_and_priority():
-    everything = frozenset(unit for _, rules in STAGES for _, unit in rules)
+    everything = frozenset(rule for _, rules in STAGES for rule, _ in rules)
     table = stage_table(CohortShape(4, 2, 3, 6, 5, staggered=2, imported=1, converted=1, to_build=everything,
-                                    sv_samples=5, sv_panels=1, sv_pairs=2), TIERS, {"map_reads": 0, "markdup": 10})
+                                    sv_samples=5, sv_panels=1, sv_pairs=2, pmsignature_ind=5, pmsignature_full=2),
+                        TIERS, {"map_reads": 0, "markdup": 10})
     for stage, rules in STAGES:
         assert re.search(rf"^  {re.escape(stage)} +\d+$", table, flags=re.M), stage
         for rule, unit in rules:
@@ -121,6 +122,8 @@ def test_printed_stage_plan_matches_snakemakes_job_stats(tmp_path, testdata):
     config = write_config(
         tmp_path, testdata, pairs=str(tmp_path / "pairs.tsv"), split={"chunks": 3},
         regions={"max_length": 25_000, "pack_bp": 0}, stagger_minutes=1,
+        resources_dir=str(tmp_path / "resources"), pmsignature_full={"enable": True, "signum_max": 3},
+        pmsignature_ind={"enable": True}, pmsignature={"annotation": str(REPO / ".test" / "config-genomon-sheet" / "genes.gtf")},
     )
     result = run_snakemake(config, "-n", "--quiet", "rules")
     stages, rules = printed_plan(result.stderr)
@@ -132,6 +135,9 @@ def test_printed_stage_plan_matches_snakemakes_job_stats(tmp_path, testdata):
     # 5 samples x 3 chunks; chr1 80 kb, chr2 60 kb, chr3 40 kb cut at 25 kb: 4 + 3 + 2 regions + unmapped.
     assert snakemake["map_reads"] == 15 and snakemake["markdup"] == 5 * 10 and snakemake["identify_mutations"] == 2 * 9
     assert snakemake["stagger_start"] == 2  # pon1 and pon2, the second pair's samples
+    # pmsignature: its background once, the cohort's positions, one job per K = 2..6 and 2..3.
+    assert [snakemake[rule] for rule in ("pmsignature_background", "pre_pmsignature", "pmsignature_ind",
+                                         "pmsignature_full")] == [1, 1, 5, 2]
 
 
 def test_stagger_delays_follow_the_pair_order_and_a_samples_first_pair():

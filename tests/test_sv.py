@@ -222,7 +222,7 @@ def test_the_sv_tools_environment_passes_the_pysam_guard_and_a_newer_pysam_fails
     """GenomonSV 0.8.2 with pysam >= 0.24 finds no SV and exits 0; sv_filt's first command
     refuses such an environment. The tools' venv passes it, the project's (newer pysam) not."""
     namespace = {}
-    text = (REPO / "workflow" / "rules" / "paths.smk").read_text()
+    text = (REPO / "workflow" / "rules" / "sv_paths.smk").read_text()
     start = text.index("SV_PYSAM_CHECK = (")
     exec(text[start:text.index(")\n", start) + 2], namespace)
     check = namespace["SV_PYSAM_CHECK"]

@@ -133,7 +133,7 @@ def test_rerun_is_up_to_date_and_leaves_files_alone(data):
 # --------------------------------------------------------------------------- layout
 
 def test_bare_inputs_are_the_reference_gzipped_and_its_tandem_repeats_in_ucsc_format(data):
-    """bare/: what a new user brings (the set-up rules build the rest; tests/test_resources.py)."""
+    """bare/: what a new user brings (the set-up rules build the rest; tests/test_setup_build.py)."""
     plain = (data / "ref" / "genome.fa").read_bytes()
     assert (data / "bare" / "genome.fa.gz").read_bytes()[:2] == b"\x1f\x8b"
     assert gzip.decompress((data / "bare" / "genome.fa.gz").read_bytes()) == plain

@@ -2,8 +2,8 @@
 
 import time
 
-from genomon_smk.plan.tier_monitor import (COST_FACTOR, INTERMEDIATE, MIN_INTERVAL, WORK_DIR, TierMonitor,
-                                           leftover_report, next_wait, tree_bytes, write_leftovers)
+from genomon_smk.runtime.tier_monitor import (COST_FACTOR, INTERMEDIATE, MIN_INTERVAL, WORK_DIR, TierMonitor,
+                                              leftover_report, next_wait, tree_bytes, write_leftovers)
 
 
 def test_peak_final_leftovers_and_nested_places(tmp_path):

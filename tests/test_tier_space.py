@@ -1,12 +1,12 @@
 """A failed job names each storage tier that is out of space, with the storage plan's peak for it
-(job-shell.sh's EXIT trap, genomon_smk.plan.tier_space), before its work directory is removed."""
+(job-shell.sh's EXIT trap, genomon_smk.runtime.tier_space), before its work directory is removed."""
 
 import subprocess
 import sys
 
 import pytest
 
-from genomon_smk.plan.tier_space import TierSpace, full_tier_messages, is_full, main
+from genomon_smk.runtime.tier_space import TierSpace, full_tier_messages, is_full, main
 
 from conftest import REPO
 

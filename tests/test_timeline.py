@@ -14,7 +14,7 @@ import yaml
 
 from conftest import run_snakemake, scenario_variant
 
-from genomon_smk.steps.timeline import (
+from genomon_smk.plan.timeline import (
     JobRecord,
     assign_lines,
     main,

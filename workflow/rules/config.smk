@@ -18,9 +18,12 @@ from genomon_smk.plan.config_check import (
 )
 from genomon_smk.plan.hotspot import hotspot_db_problems
 from genomon_smk.plan.path_limits import path_problems
+from genomon_smk.plan import pmsignature as pmsignature_plan
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
 from genomon_smk.plan.regions import mutation_regions, regions_of
-from genomon_smk.plan.resources import (
+from genomon_smk.plan.tool_options import CHECKED as CHECKED_OPTIONS
+from genomon_smk.plan.tool_options import tool_option_problems
+from genomon_smk.plan.setup_build import (
     plan_reference,
     plan_simple_repeat,
     reference_contigs,
@@ -31,16 +34,17 @@ from genomon_smk.plan.resources import (
 from genomon_smk.plan.rules import FACTS, PRIORITIES
 from genomon_smk.plan.samplesheet import InputError, load_cohort, load_schema
 from genomon_smk.steps.fastq_split import chunk_name
+from genomon_smk.steps.post_analysis import case_of
 
 min_version("9.0")
 
-SCHEMAS = Path(workflow.basedir) / "schemas"
+SCHEMAS = WORKFLOW_DIR / "schemas"
 
 # The project's Python steps run with the interpreter that runs Snakemake (the .venv), whatever
 # the shell's PATH holds; with --sdm conda, with the rule env's python and this checkout's package.
 CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 if CONDA:
-    PYTHON = f"env PYTHONPATH={shlex.quote(str(Path(workflow.basedir).parent / 'src'))} python"
+    PYTHON = f"env PYTHONPATH={shlex.quote(str(WORKFLOW_DIR.parent / 'src'))} python"
 else:
     PYTHON = shlex.quote(sys.executable)
 
@@ -59,6 +63,19 @@ CONFIG_PROBLEMS = config_problems(
 if CONFIG_PROBLEMS:
     raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))
 validate(config, SCHEMAS / "config.schema.yaml", set_default=True)
+# The mutation tools' options by their own parsers: in the process that plans, not in each job.
+if workflow.is_main_process and config["mutation_tools"] == "builtin":
+    TOOL_OPTION_PROBLEMS = tool_option_problems(
+        {path: value_at(config, path) for path in CHECKED_OPTIONS}
+    )
+    if TOOL_OPTION_PROBLEMS:
+        raise WorkflowError(
+            "invalid config:\n"
+            + "\n".join(
+                key_problem(path, message, CONFIG_FILES)
+                for path, message in TOOL_OPTION_PROBLEMS
+            )
+        )
 config["priorities"] = {**PRIORITIES, **config["priorities"]}
 
 
@@ -271,3 +288,24 @@ MUTATION_REGIONS = {
     for region in mutation_regions(REGIONS, config["regions"]["min_mutation_regions"])
 }
 CHUNKS = [chunk_name(i) for i in range(config["split"]["chunks"])]
+
+
+# Genomon's pmsignature stages (rules/pmsignature.smk): K per mode, annotation, and the
+# background, a set-up build (resources_dir/pmsignature/).
+PMSIGNATURE = pmsignature_plan.plan_pmsignature(
+    config,
+    [case_of(pair.normal, pair.panel) for pair in PAIRS.values()],
+    REFERENCE_PLAN,
+    RESOURCES_DIR,
+    config_path,
+)
+problems = [
+    key_problem(key, problem, CONFIG_FILES)
+    for key, problem in pmsignature_plan.problems(config, PMSIGNATURE, CONTIGS)
+]
+if problems:
+    raise WorkflowError("invalid config:\n" + "\n".join(problems))
+if PMSIGNATURE.background:
+    SETUP_OUTPUTS["pmsignature_background"] = PMSIGNATURE.background.files
+    if not all(map(os.path.exists, PMSIGNATURE.background.files)):
+        SETUP_PENDING["pmsignature_background"] = PMSIGNATURE.background.files

@@ -1,4 +1,4 @@
-"""What the console shows (genomon_smk.plan.console): one line per job started instead of
+"""What the console shows (genomon_smk.runtime.console): one line per job started instead of
 Snakemake's block per job (the block with -p or --verbose; a dry run shows only its Job stats
 and reasons), and the lines a run ends with: after a run, after a dry run and when there is
 nothing to be done, so that where the results are and the plan's warnings do not scroll
@@ -10,7 +10,7 @@ import time
 from snakemake.settings.enums import Quietness
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from genomon_smk.plan.console import PairFiles, job_line, summary
+from genomon_smk.runtime.console import PairFiles, failure_summary, job_line, summary
 
 # What the summary counts and points at, by pair.
 SUMMARY_PAIRS = [
@@ -80,9 +80,22 @@ class ConciseJobInfo(logging.Filter):
         return True
 
 
+def print_failure_summary():
+    """From onerror: the failed jobs and their logs once more, after Snakemake's error blocks."""
+    if FAILED_JOBS:
+        places = {"job logs": LOG_DIR, "results so far": OUTPUT_DIR}
+        failed = dict(FAILED_JOBS.values())
+        SNAKEMAKE_LOGGER.error(failure_summary(OUTPUT_DIR, failed, places))
+
+
+# The jobs whose last attempt failed in this run (job id -> "rule #id", logs), as SummaryAtEnd
+# saw their error blocks; a retry that succeeds takes its job off.
+FAILED_JOBS = {}
+
+
 class SummaryAtEnd(logging.Handler):
     """A dry run and a run with nothing to do run no onsuccess hook: their last message of
-    Snakemake's is the cue."""
+    Snakemake's is the cue. Job errors are noted for the failed run's summary."""
 
     CUES = {
         "This was a dry-run": True,
@@ -90,6 +103,15 @@ class SummaryAtEnd(logging.Handler):
     }
 
     def emit(self, record):
+        event = getattr(record, "event", None)
+        if event == LogEvent.JOB_ERROR:
+            logs = [str(log) for log in getattr(record, "log", None) or []]
+            FAILED_JOBS[record.jobid] = (f"{record.rule_name} #{record.jobid}", logs)
+            return
+        if hasattr(record, "job_id"):
+            # Only "Finished jobid" carries job_id (ConciseJobInfo has dropped its event).
+            FAILED_JOBS.pop(record.job_id, None)
+            return
         message = str(record.msg)
         for cue, dry_run in self.CUES.items():
             if message.startswith(cue):

@@ -60,7 +60,7 @@ rule identify_mutations:
     shell:
         """
         (
-            reference=$({params.python} -m genomon_smk.steps.stage_reference ensure --method {params.staging} \
+            reference=$({params.python} -m genomon_smk.steps.reference_cache ensure --method {params.staging} \
                 --cache "{params.cache}" --manifest {input.staged:q})
             {params.work_dir_setup} {log:q}
             {params.python} -m genomon_smk.steps.identify_mutations --tumor {input.tumor:q} \

@@ -57,7 +57,7 @@ rule stage_reference:
         method=config["storage"]["reference_staging"],
     shell:
         """
-        {params.python} -m genomon_smk.steps.stage_reference setup --method {params.method} --cache {params.cache} \
+        {params.python} -m genomon_smk.steps.reference_cache setup --method {params.method} --cache {params.cache} \
             --manifest {output:q} {input:q} >{log:q} 2>&1
         """
 
@@ -93,7 +93,7 @@ rule map_reads:
         ),
     shell:
         """
-        reference=$({params.python} -m genomon_smk.steps.stage_reference ensure --method {params.staging} --cache {params.cache} \
+        reference=$({params.python} -m genomon_smk.steps.reference_cache ensure --method {params.staging} --cache {params.cache} \
             --manifest {input.staged:q})
         : >{log:q}
         {params.work_dir_setup} {log:q}

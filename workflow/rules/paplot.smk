@@ -1,7 +1,8 @@
 """paplot (0.5.6 from PyPI, MIT), as Genomon runs it: the QC, SV (ca) and mutation reports of the
 cohort's post-analysis tables and their index, paplot/{cohort}/index.html. The config is
 Genomon's DNA template that paplot ships, with this project's columns mapped in
-(genomon_smk.steps.paplot_report). The signature reports come with a signature stage.
+(genomon_smk.steps.paplot_report); and, as Genomon, one pmsignature report per K of
+pmsignature's ind mode (and one signature report per K of its full mode; rules/pmsignature.smk).
 """
 
 

@@ -4,7 +4,7 @@ the panels, imported BAMs, PJM storage and the SV annotation's contig names."""
 
 from genomon_smk.plan import panel_power
 from genomon_smk.plan.reference import sv_annotation_naming_problem
-from genomon_smk.plan.console import PlanWarning
+from genomon_smk.runtime.console import PlanWarning
 from genomon_smk.plan.samplesheet import imported_name_warnings, panel_normal_warnings
 from genomon_smk.plan.stage_plan import CohortShape, stage_table, stagger_delays
 from genomon_smk.plan.storage_plan import (
@@ -20,7 +20,7 @@ from genomon_smk.plan.storage_plan import (
     setup_uses,
     sv_uses,
 )
-from genomon_smk.plan.resources import estimated_build_bytes
+from genomon_smk.plan.setup_build import estimated_build_bytes
 
 # What the reference set-up writes, by rule, whether or not it is still to be built.
 REFERENCE_BUILD_BYTES = estimated_build_bytes(CONTIGS)
@@ -33,6 +33,8 @@ def setup_sizes():
     estimates = dict(REFERENCE_BUILD_BYTES)
     if SIMPLE_REPEAT and PAIRS:
         estimates["simple_repeat_db"] = file_bytes([SIMPLE_REPEAT.source])
+    # pmsignature's background: three tables of at most 3,072 rows of ~20 bytes.
+    estimates["pmsignature_background"] = 200_000
     return {
         rule_name: estimates[rule_name]
         for rule_name in SETUP_PENDING
@@ -41,6 +43,36 @@ def setup_sizes():
 
 
 SETUP_SIZES = setup_sizes()
+
+
+# Staggered start of pairs: seconds each sample's split waits (samples that do not wait left out).
+STAGGER = {
+    sample: delay
+    for sample, delay in stagger_delays(
+        [(pair.tumor, pair.normal) for pair in COHORT.pairs], config["stagger_minutes"]
+    ).items()
+    if sample in MAPPED_SAMPLES
+}
+
+# The cohort's shape: the rule table counts each rule's jobs from it (the stage and storage plans).
+COHORT_SHAPE = CohortShape(
+    len(MAPPED_SAMPLES),
+    len(PAIRS),
+    len(CHUNKS),
+    len(REGION_NAMES),
+    len(MUTATION_REGIONS),
+    len(STAGGER),
+    imported=len(IMPORTED_BAMS),
+    converted=sum(map(len, COHORT.bam_sources.values())),
+    qc_samples=len(QC_SAMPLES),
+    mapped_qc_samples=len(MAPPED_QC_SAMPLES),
+    to_build=frozenset(SETUP_SIZES),
+    sv_samples=len(SV_PARSED),
+    sv_panels=len(SV_PANELS),
+    sv_pairs=len(SV_PAIRS),
+    pmsignature_ind=PMSIGNATURE.jobs("ind"),
+    pmsignature_full=PMSIGNATURE.jobs("full"),
+)
 
 
 def sample_reads(sample):
@@ -71,13 +103,11 @@ def storage_plan():
     uses = setup_uses(SETUP_SIZES)
     for sample in MAPPED_SAMPLES:
         reads = sample_reads(sample)
-        uses += sample_uses(
-            file_bytes(reads), len(CHUNKS), len(REGION_NAMES), RULE_TIERS
-        )
+        uses += sample_uses(file_bytes(reads), COHORT_SHAPE, RULE_TIERS)
         if sample in COHORT.bam_sources:
             uses += conversion_uses(file_bytes(reads), RULE_TIERS)
     uses += sv_uses(
-        [sv_bam_bytes(SV_PARSED[name]) for name in SV_PARSED], len(SV_PAIRS), RULE_TIERS
+        [sv_bam_bytes(SV_PARSED[name]) for name in SV_PARSED], COHORT_SHAPE, RULE_TIERS
     )
     # The reference's copy on the cache tier: what it will be once built, or its files.
     if REFERENCE_BUILD_BYTES.keys() & SETUP_SIZES.keys():
@@ -99,35 +129,11 @@ except ValueError as error:
     raise WorkflowError(f"config storage.capacity: {error}") from None
 shell.prefix(job_shell_prefix(PLANNED_PEAKS))
 
-# Staggered start of pairs: seconds each sample's split waits (samples that do not wait left out).
-STAGGER = {
-    sample: delay
-    for sample, delay in stagger_delays(
-        [(pair.tumor, pair.normal) for pair in COHORT.pairs], config["stagger_minutes"]
-    ).items()
-    if sample in MAPPED_SAMPLES
-}
-
 # Genomon's stages and their job counts for the whole run (a dry run runs no hooks: printed here).
 if workflow.is_main_process:
     print(
         stage_table(
-            CohortShape(
-                len(MAPPED_SAMPLES),
-                len(PAIRS),
-                len(CHUNKS),
-                len(REGION_NAMES),
-                len(MUTATION_REGIONS),
-                len(STAGGER),
-                imported=len(IMPORTED_BAMS),
-                converted=sum(map(len, COHORT.bam_sources.values())),
-                qc_samples=len(QC_SAMPLES),
-                mapped_qc_samples=len(MAPPED_QC_SAMPLES),
-                to_build=frozenset(FACTS[rule_name].per for rule_name in SETUP_SIZES),
-                sv_samples=len(SV_PARSED),
-                sv_panels=len(SV_PANELS),
-                sv_pairs=len(SV_PAIRS),
-            ),
+            COHORT_SHAPE,
             RULE_TIERS,
             config["priorities"],
         ),
@@ -209,7 +215,7 @@ def pjm_storage_warnings():
         return []
     # By its absolute path: the run may be in a project directory, not the checkout.
     fragment = os.path.normpath(
-        os.path.join(workflow.basedir, "..", "profiles", "pjm", "storage.yaml")
+        os.path.join(WORKFLOW_DIR, "..", "profiles", "pjm", "storage.yaml")
     )
     return [
         f"WARNING: PJM jobs, but {' and '.join(gaps)}: node-local temporaries and the reference stay "

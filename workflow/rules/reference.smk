@@ -1,5 +1,5 @@
 """Reference set-up: what a user brings -> what the pipeline reads, built once into resources_dir
-(genomon_smk.plan.resources plans it: a directory per input, keyed by its paths, sizes and
+(genomon_smk.plan.setup_build plans it: a directory per input, keyed by its paths, sizes and
 dates, which every later run, cohort or output directory reuses).
 
 reference_fasta (FASTA(s), plain/gzip/bgzip, concatenated) -> reference_fai (samtools faidx) and
@@ -16,7 +16,7 @@ SIMPLE_REPEAT_BUILD = (
 )
 # Runs of other projects may build the same directory at the same moment: one builds, the
 # others wait and find it built.
-BUILD_ONCE_SCRIPT = f"{workflow.basedir}/scripts/build-once.sh"
+BUILD_ONCE_SCRIPT = f"{WORKFLOW_DIR}/scripts/build-once.sh"
 BUILD_ONCE = f"source {shlex.quote(BUILD_ONCE_SCRIPT)}"
 
 if REFERENCE_PLAN.built:

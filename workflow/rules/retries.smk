@@ -1,7 +1,7 @@
-"""Retries that grow what a job was short of (genomon_smk.plan.retries): included after every
+"""Retries that grow what a job was short of (genomon_smk.runtime.retries): included after every
 rule, whose resources it wraps."""
 
-from genomon_smk.plan.retries import Attempts, grow_on_retry, watch_failures
+from genomon_smk.runtime.retries import Attempts, grow_on_retry, watch_failures
 
 RETRY_ATTEMPTS = Attempts()
 grow_on_retry(workflow, RETRY_ATTEMPTS)

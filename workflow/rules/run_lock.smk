@@ -1,10 +1,10 @@
 """One run per output directory: Snakemake's own lock is in the working directory, so runs
-started from two directories on the same output_dir would both start (genomon_smk.plan.run_lock).
+started from two directories on the same output_dir would both start (genomon_smk.runtime.run_lock).
 """
 
 import atexit
 
-from genomon_smk.plan import run_lock
+from genomon_smk.runtime import run_lock
 
 # One run per output directory (run_lock.py): Snakemake's own lock is in the working directory.
 RUN_LOCK = os.path.join(OUTPUT_DIR, run_lock.LOCK_NAME)

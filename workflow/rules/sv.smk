@@ -5,7 +5,7 @@ the filtered calls as a VCF of breakend records.
 
 Genomon's SV tools run from their own venv (.venv-sv/, bin/install) or, with --sdm conda,
 envs/sv.yaml: GenomonSV 0.8.2 needs pysam < 0.24, which sv_filt checks before it runs. The
-stage's paths, tools and options are in paths.smk.
+stage's paths, tools and options are in sv_paths.smk.
 """
 
 

@@ -3,10 +3,14 @@ tiers' use, and the reference pre-staging of a run (its hooks run in the Snakefi
 
 import hashlib
 
-from genomon_smk.plan import job_tier_use
+from genomon_smk.runtime import job_tier_use
 from genomon_smk.plan.reference import reference_files
-from genomon_smk.plan.tier_monitor import TierMonitor, leftover_report, write_leftovers
-from genomon_smk.steps.stage_reference import main as stage_main
+from genomon_smk.runtime.tier_monitor import (
+    TierMonitor,
+    leftover_report,
+    write_leftovers,
+)
+from genomon_smk.steps.reference_cache import main as reference_cache_main
 
 # Storage tiers. Files that pass between jobs live on a tier with a path known when the
 # workflow is planned (shared_tmp, cache, global); node_local exists only inside one job, so
@@ -81,7 +85,7 @@ TIER_MONITOR = TierMonitor(dict(TIER_PATHS), enabled=STORAGE_MONITOR)
 RUN_KEY = hashlib.md5(OUTPUT_DIR.encode()).hexdigest()[:8]
 
 
-WORK_DIR_SCRIPT = f"{workflow.basedir}/scripts/job-work-dir.sh"
+WORK_DIR_SCRIPT = f"{WORKFLOW_DIR}/scripts/job-work-dir.sh"
 
 
 def work_dir_setup(rule_name, tier=None):
@@ -107,7 +111,7 @@ def work_dir_setup(rule_name, tier=None):
     return setup
 
 
-JOB_SHELL_SCRIPT = f"{workflow.basedir}/scripts/job-shell.sh"
+JOB_SHELL_SCRIPT = f"{WORKFLOW_DIR}/scripts/job-shell.sh"
 
 
 def job_shell_prefix(planned_peaks):
@@ -140,7 +144,7 @@ def transfer_reference_at_start():
         )
         return
     try:
-        stage_main(["start", "--manifest", STAGED_MANIFEST, *files])
+        reference_cache_main(["start", "--manifest", STAGED_MANIFEST, *files])
     except OSError as error:
         raise WorkflowError(f"stage: llio_transfer of the reference failed: {error}")
 
@@ -154,7 +158,7 @@ def purge_staged_reference():
     ):
         return
     try:
-        stage_main(
+        reference_cache_main(
             ["purge", "--method", "llio_transfer", "--manifest", STAGED_MANIFEST]
         )
     except OSError as error:
@@ -174,7 +178,7 @@ def report_tier_usage():
 def report_scratch_leftovers(when):
     """What lies on node_local/shared_tmp (the places visible from here) to the log and
     storage/scratch_leftovers.tsv: after a run, and at the start of one (a killed run reports
-    nothing itself): genomon_smk.plan.tier_monitor tells how the rerun copes."""
+    nothing itself): genomon_smk.runtime.tier_monitor tells how the rerun copes."""
     tsv = f"{OUTPUT_DIR}/storage/scratch_leftovers.tsv"
     leftovers = TIER_MONITOR.leftovers(RUN_KEY)
     write_leftovers(leftovers, tsv, when)

@@ -61,7 +61,7 @@ rule utilisation_timeline:
     shell:
         """
         {params.work_dir_setup} {log:q}
-        {params.python} -m genomon_smk.steps.timeline --benchmarks {params.benchmarks:q} \
+        {params.python} -m genomon_smk.plan.timeline --benchmarks {params.benchmarks:q} \
             --run-started "$GENOMON_SMK_RUN_STARTED" {params.slots} \
             --threads {params.threads} --png {output.png:q} --svg {output.svg:q} \
             --tsv {output.tsv:q} --summary {output.summary:q} >{log:q} 2>&1

@@ -1,6 +1,6 @@
 # Sourced first by every job's shell (Snakemake's shell prefix: tiers.smk's job_shell_prefix):
 # sets the job's EXIT trap. When the job fails, each storage tier whose file system is out of
-# space is named, with what the storage plan expected there (genomon_smk.plan.tier_space), on
+# space is named, with what the storage plan expected there (genomon_smk.runtime.tier_space), on
 # stderr and in the job's log when job-work-dir.sh gave it one: tools that die of a full disk
 # often do not say so (bamsort aborts with SIGABRT). This runs before job-work-dir.sh removes
 # the job's work directory, whose removal would free the space again.
@@ -21,7 +21,7 @@ report_full_tiers() {
         ) || continue
         args+=(--tier "${job_tiers[i]}" "$place" "${job_tiers[i + 2]}")
     done
-    report=$(eval "$job_python -m genomon_smk.plan.tier_space \"\${args[@]}\"") || return 0
+    report=$(eval "$job_python -m genomon_smk.runtime.tier_space \"\${args[@]}\"") || return 0
     [ -n "$report" ] || return 0
     printf '%s\n' "$report" >&2
     if [ -n "${work_log-}" ]; then

@@ -1,1 +1,1 @@
-"""Planning: the config, sheets, reference and regions checked before any job; the storage and stage plans; run bookkeeping (lock, tier monitor); the cohort planner."""
+"""Planning: the rule table; the config, sheets, reference and regions checked before any job; the stage and storage plans; the cohort planner and the timeline. Imports tools, never steps or runtime."""

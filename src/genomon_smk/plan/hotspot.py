@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from genomon_smk.tools.hotspot import open_text
+from genomon_smk.fileio import open_text
 from genomon_smk.tools.mpileup import parse_region
 
 ALLELE_LETTERS = frozenset("ACGTNacgtn-")

@@ -15,7 +15,7 @@ the fewest slots that finish within a target turnaround.
         [--threads map_reads=2 markdup=2] [--timeline DIR]
 
 `--threads` makes a rule's jobs hold that many slots (a local run, where a slot is a core);
-`--timeline` draws each simulated schedule with the run timeline's chart (genomon_smk.steps.timeline).
+`--timeline` draws each simulated schedule with the run timeline's chart (genomon_smk.plan.timeline).
 """
 
 from __future__ import annotations
@@ -30,23 +30,22 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from genomon_smk.plan.rules import PRIORITIES, SETUP_RULES
-
-# The paper shape's stages as the workflow's rules, and their priorities: map jobs fill the gaps
-# (the paper's low-priority queue).
-RULE_OF_STAGE = {"split": "split_fastq", "map": "map_reads", "markdup": "markdup", "merge_bam": "merge_bam",
-                 "identify": "identify_mutations", "merge_mutation": "merge_mutation"}
-STAGE_PRIORITY = {stage: PRIORITIES[rule] for stage, rule in RULE_OF_STAGE.items()}
+from genomon_smk.plan.rules import FACTS, PRIORITIES, SETUP_RULES
 
 
 @dataclass
 class Job:
     name: str
-    stage: str
+    rule: str  # the workflow's rule (genomon_smk.plan.rules): its priority and its stage
     duration: float
     after: list[int] = field(default_factory=list)  # indexes of jobs this one waits for
     pipeline: int = 0
     threads: int = 1  # slots the job holds (1: one job per slot, as the paper's CMGs)
+
+    @property
+    def stage(self) -> str:
+        """The rule's Genomon stage, as the rule table names it."""
+        return FACTS[self.rule].stage if self.rule in FACTS else "other"
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ def simulate(jobs: list[Job], slots: int, samples: int, release: dict[int, float
     """Run the jobs on `slots` slots; pipeline p may start at release[p] seconds. A job holds
     min(threads, slots) slots; when the best ready job does not fit, a lower one that does may
     start (as Snakemake fills the cores left)."""
-    priority = STAGE_PRIORITY if priority is None else priority
+    priority = PRIORITIES if priority is None else priority
     release = release or {}
     waiting = [len(job.after) for job in jobs]
     dependents: list[list[int]] = [[] for _ in jobs]
@@ -86,7 +85,7 @@ def simulate(jobs: list[Job], slots: int, samples: int, release: dict[int, float
             heapq.heappush(events, (at, -1 - pipeline))
     for index, job in enumerate(jobs):
         if not job.after and job.pipeline in started:
-            heapq.heappush(ready, (-priority.get(job.stage, 0), 0.0, index))
+            heapq.heappush(ready, (-priority.get(job.rule, 0), 0.0, index))
     now, free, busy, done = 0.0, slots, 0.0, 0
     starts = [0.0] * len(jobs)
     while done < len(jobs):
@@ -112,14 +111,14 @@ def simulate(jobs: list[Job], slots: int, samples: int, release: dict[int, float
             started.add(pipeline)
             for job_index, job in enumerate(jobs):
                 if job.pipeline == pipeline and not job.after:
-                    heapq.heappush(ready, (-priority.get(job.stage, 0), now, job_index))
+                    heapq.heappush(ready, (-priority.get(job.rule, 0), now, job_index))
             continue
         free += min(jobs[index].threads, slots)
         done += 1
         for after in dependents[index]:
             waiting[after] -= 1
             if waiting[after] == 0:
-                heapq.heappush(ready, (-priority.get(jobs[after].stage, 0), now, after))
+                heapq.heappush(ready, (-priority.get(jobs[after].rule, 0), now, after))
     return Result(makespan=now, busy=busy, slots=slots, samples=samples, starts=tuple(starts))
 
 
@@ -166,14 +165,14 @@ def paper_pipeline(pipeline: int = 0, first_index: int = 0, seconds: MapMarkdupS
     intervals = intervals[:275]
     jobs: list[Job] = []
 
-    def add(name, stage, duration, after):
-        jobs.append(Job(name, stage, duration, [first_index + a for a in after], pipeline))
+    def add(name, rule, duration, after):
+        jobs.append(Job(name, rule, duration, [first_index + a for a in after], pipeline))
         return first_index + len(jobs) - 1
 
     merges = []
     for sample in ("normal", "tumor"):
-        split = add(f"{sample}.split", "split", 347 + 1146, [])
-        maps = [add(f"{sample}.map{i}", "map", seconds.map, [split - first_index]) for i in range(2712)]
+        split = add(f"{sample}.split", "split_fastq", 347 + 1146, [])
+        maps = [add(f"{sample}.map{i}", "map_reads", seconds.map, [split - first_index]) for i in range(2712)]
         markdups = [
             add(f"{sample}.markdup{i}", "markdup", seconds.markdup * length / longest, [m - first_index for m in maps])
             for i, length in enumerate(regions)
@@ -181,7 +180,7 @@ def paper_pipeline(pipeline: int = 0, first_index: int = 0, seconds: MapMarkdupS
         merges.append(add(f"{sample}.merge_bam", "merge_bam", 191.0, [m - first_index for m in markdups]))
     longest_interval = max(intervals)
     calls = [
-        add(f"identify{i}", "identify", 1250 * length / longest_interval, [m - first_index for m in merges])
+        add(f"identify{i}", "identify_mutations", 1250 * length / longest_interval, [m - first_index for m in merges])
         for i, length in enumerate(intervals)
     ]
     add("merge_mutation", "merge_mutation", 10.0, [c - first_index for c in calls])
@@ -196,20 +195,14 @@ def paper_cohort(pipelines: int, stagger: float, seconds: MapMarkdupSeconds = GE
     return jobs, {p: p * stagger for p in range(pipelines)}
 
 
-def read_dot(text: str, stage_of_rule: dict[str, str] | None, duration: dict[str, float],
-             threads: dict[str, int] | None = None) -> list[Job]:
-    """Jobs from `snakemake -n --dag` output (dot): node labels carry the rule name. The stage of a
-    job is stage_of_rule[rule] (unknown rules: merge_mutation), or with stage_of_rule None the rule
-    itself (then simulate with rule priorities such as the workflow's defaults, rules.PRIORITIES); threads[rule] slots each
-    (default 1)."""
+def read_dot(text: str, duration: dict[str, float], threads: dict[str, int] | None = None) -> list[Job]:
+    """Jobs from `snakemake -n --dag` output (dot): node labels carry the rule name; duration[rule]
+    seconds and threads[rule] slots each (default 0 s, 1 slot)."""
     threads = threads or {}
     labels = dict(re.findall(r'^\s*(\d+)\[label = "([^"\\]+)', text, flags=re.M))
     order = {node: i for i, node in enumerate(labels)}
 
-    def stage(rule):
-        return rule if stage_of_rule is None else stage_of_rule.get(rule, "merge_mutation")
-
-    jobs = [Job(f"{labels[n]}#{n}", stage(labels[n]), duration.get(labels[n], 0.0), threads=threads.get(labels[n], 1))
+    jobs = [Job(f"{labels[n]}#{n}", labels[n], duration.get(labels[n], 0.0), threads=threads.get(labels[n], 1))
             for n in labels]
     for before, after in re.findall(r"^\s*(\d+)\s*->\s*(\d+)", text, flags=re.M):
         jobs[order[after]].after.append(order[before])
@@ -227,14 +220,9 @@ def dag_of_config(configfile: str, snakemake: str | None = None, cwd: str | None
     return result.stdout
 
 
-def rule_of(job: Job) -> str:
-    """The rule of a job read from a dot (name 'rule#node')."""
-    return job.name.split("#")[0]
-
-
 def benchmark_durations(directory: str) -> dict[str, float]:
     """Mean wall-clock seconds per rule of a finished run's benchmark files ({rule}/{wildcards}.tsv)."""
-    from genomon_smk.steps.timeline import read_benchmarks  # (matplotlib is imported only to draw)
+    from genomon_smk.plan.timeline import read_benchmarks  # (matplotlib is imported only to draw)
 
     seconds: dict[str, list[float]] = defaultdict(list)
     for record in read_benchmarks(directory, exclude=()):  # the timeline job is a job of the DAG too
@@ -249,13 +237,13 @@ def paper_rule_durations(design: MapMarkdupSeconds = GENOMON_SMK_SECONDS) -> dic
     has no gather or QC step: those rules take 0 s."""
     seconds: dict[str, list[float]] = defaultdict(list)
     for job in paper_pipeline(seconds=design):
-        seconds[RULE_OF_STAGE[job.stage]].append(job.duration)
+        seconds[job.rule].append(job.duration)
     return {rule: sum(values) / len(values) for rule, values in seconds.items()}
 
 
 def pairs_in(jobs: list[Job]) -> int:
     """Tumor/normal pairs a DAG analyses (merge_mutation jobs), or samples (merge_bam jobs) without pairs."""
-    rules = [rule_of(job) for job in jobs]
+    rules = [job.rule for job in jobs]
     return rules.count("merge_mutation") or rules.count("merge_bam") or 1
 
 
@@ -263,7 +251,7 @@ def replicate(jobs: list[Job], copies: int, stagger: float) -> tuple[list[Job], 
     """`copies` pipelines of the same DAG, pipeline p released at p * stagger seconds. The
     reference set-up jobs (built once into resources/ for every pipeline) are in the first only:
     the other pipelines wait for those."""
-    once = {index for index, job in enumerate(jobs) if rule_of(job) in SETUP_RULES}
+    once = {index for index, job in enumerate(jobs) if job.rule in SETUP_RULES}
     cohort: list[Job] = []
     for pipeline in range(copies):
         position, where = len(cohort), {}
@@ -272,7 +260,7 @@ def replicate(jobs: list[Job], copies: int, stagger: float) -> tuple[list[Job], 
                 where[index] = index  # the first pipeline's job (it starts the cohort)
             else:
                 where[index], position = position, position + 1
-        cohort += [Job(job.name, job.stage, job.duration, [where[a] for a in job.after], pipeline, job.threads)
+        cohort += [Job(job.name, job.rule, job.duration, [where[a] for a in job.after], pipeline, job.threads)
                    for index, job in enumerate(jobs) if not (pipeline and index in once)]
     return cohort, {p: p * stagger for p in range(copies)}
 
@@ -311,10 +299,10 @@ def row(count: int, result: Result) -> str:
 
 
 def draw_schedule(jobs: list[Job], result: Result, path: str) -> None:
-    """The simulated schedule as the run's utilisation timeline (genomon_smk.steps.timeline's chart)."""
-    from genomon_smk.steps.timeline import JobRecord, assign_lines, draw
+    """The simulated schedule as the run's utilisation timeline (genomon_smk.plan.timeline's chart)."""
+    from genomon_smk.plan.timeline import JobRecord, assign_lines, draw
 
-    records = [JobRecord(RULE_OF_STAGE.get(job.stage, rule_of(job)), job.name, start, start + job.duration,
+    records = [JobRecord(job.rule, job.name, start, start + job.duration,
                          min(job.threads, result.slots))
                for job, start in zip(jobs, result.starts)]
     # The simulation never holds more than `slots` at once, so no line is added.
@@ -322,13 +310,13 @@ def draw_schedule(jobs: list[Job], result: Result, path: str) -> None:
 
 
 def result_summary(result: Result, jobs: int):
-    from genomon_smk.steps.timeline import Summary
+    from genomon_smk.plan.timeline import Summary
 
     return Summary(jobs=jobs, slots=result.slots, makespan=result.makespan, busy=result.busy, samples=result.samples)
 
 
 def parse_threads(values: list[str]) -> dict[str, int]:
-    from genomon_smk.steps.timeline import parse_threads as parse
+    from genomon_smk.plan.timeline import parse_threads as parse
 
     return parse(values)
 
@@ -365,7 +353,7 @@ def main(argv=None) -> int:
         else:
             dot = sys.stdin.read() if args.dag == "-" else Path(args.dag).read_text()
         durations = benchmark_durations(args.benchmarks) if args.benchmarks else paper_rule_durations(DESIGNS[design])
-        one = read_dot(dot, None, durations, threads)
+        one = read_dot(dot, durations, threads)
         priority = config_priorities(args.configfile) if args.configfile else PRIORITIES
         per_pipeline = pairs_in(one)
         source_text = f"the DAG of {args.configfile or args.dag}"
@@ -375,7 +363,7 @@ def main(argv=None) -> int:
     else:
         if args.benchmarks:
             parser.error("--benchmarks needs a DAG: --configfile or --dag")
-        priority, per_pipeline, source_text = STAGE_PRIORITY, 1, "the paper's pipeline shape"
+        priority, per_pipeline, source_text = PRIORITIES, 1, "the paper's pipeline shape"
 
         def cohort(count):
             return paper_cohort(count, args.stagger, DESIGNS[design])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from genomon_smk.fileio import GZIP_MAGIC
+
 BWA_INDEX_SUFFIXES = (".amb", ".ann", ".bwt", ".pac", ".sa")
 
 
@@ -25,9 +27,6 @@ def reference_problems(fasta: str) -> list[str]:
             f"or remove its index files, and the set-up jobs build an indexed copy in resources/)"
         ]
     return consistency_problems(fasta)
-
-
-GZIP_MAGIC = b"\x1f\x8b"
 
 
 def compression(fasta: str) -> str:

@@ -133,11 +133,13 @@ def mutation_regions(regions: list[Region], min_regions: int) -> list[Region]:
     return cut
 
 
-def parse_region_file(path: str) -> list[list[Interval]]:
+def parse_region_file(path: str) -> tuple[list[list[Interval]], bool]:
     """Interval groups from a BED file (`contig start end [name]`, 0-based; lines with the same
     name form one region, else one region per line) or a Genomon interval list (one region per
-    line, `chr:start-end` 1-based, several joined by commas)."""
+    line, `chr:start-end` 1-based, several joined by commas), and whether the file is an interval
+    list (every line in that form)."""
     groups: dict[str, list[Interval]] = {}
+    interval_list = True
     with open(path) as handle:
         for number, line in enumerate(handle, start=1):
             line = line.strip()
@@ -146,6 +148,7 @@ def parse_region_file(path: str) -> list[list[Interval]]:
             fields = line.split("\t")
             try:
                 if len(fields) >= 3:
+                    interval_list = False
                     interval = Interval(fields[0], int(fields[1]), int(fields[2]))
                     groups.setdefault(fields[3] if len(fields) > 3 else f"line{number}", []).append(interval)
                 else:
@@ -153,11 +156,66 @@ def parse_region_file(path: str) -> list[list[Interval]]:
                     for item in fields[0].split(","):
                         contig, _, span = item.rpartition(":")
                         start, end = span.split("-")
-                        intervals.append(Interval(contig, int(start) - 1, int(end)))
+                        # Genomon's GRCh37 list starts 17 and MT at 0.
+                        intervals.append(Interval(contig, max(int(start) - 1, 0), int(end)))
                     groups[f"line{number}"] = intervals
             except ValueError:
                 raise ValueError(f"{path}:{number}: not a BED line nor a chr:start-end interval: {line!r}") from None
-    return list(groups.values())
+    return list(groups.values()), interval_list and bool(groups)
+
+
+def complete_interval_list(
+    groups: list[list[Interval]], contigs: list[tuple[str, int]], max_length: int, pack_bp: int
+) -> tuple[list[list[Interval]], list[str]]:
+    """A Genomon interval list made to cover the reference once, as markdup needs (every read in
+    one region), and what was changed: a base shared by adjacent intervals (Genomon's lists repeat
+    the boundary) goes to the first; the bases before, between and after a contig's intervals go
+    to the neighbouring interval (before the first: the first; else the one before); contigs the
+    list leaves out get regions of their own, derived as without a file. Unknown contigs, bounds
+    and larger overlaps are left for check_coverage to refuse."""
+    lengths = dict(contigs)
+    notes: list[str] = []
+    where: dict[str, list[tuple[int, int]]] = {}  # contig -> (group, position) of its intervals
+    for g, group in enumerate(groups):
+        for k, interval in enumerate(group):
+            if interval.contig in lengths and 0 <= interval.start < interval.end <= lengths[interval.contig]:
+                where.setdefault(interval.contig, []).append((g, k))
+    listed = groups  # the intervals as the list gives them, for the notes
+    groups = [list(group) for group in groups]
+    for contig, places in where.items():
+        places.sort(key=lambda place: groups[place[0]][place[1]].start)
+        covered = 0
+        previous: tuple[int, int] | None = None
+        for g, k in places:
+            interval = groups[g][k]
+            start = interval.start
+            if start == covered - 1 and previous is not None:
+                notes.append(f"{contig}:{start + 1} is in two intervals: kept in the first")
+                start = covered
+            elif start > covered:
+                gap = f"{contig}:{covered + 1}-{start}"
+                if previous is None:
+                    notes.append(f"{gap} is in no interval: added to {contig}:{start + 1}-{interval.end}")
+                    start = 0
+                else:
+                    pg, pk = previous
+                    before = groups[pg][pk]
+                    notes.append(f"{gap} is in no interval: added to {listed[pg][pk].samtools()}")
+                    groups[pg][pk] = Interval(contig, before.start, start)
+            groups[g][k] = Interval(contig, start, interval.end)
+            covered = max(covered, interval.end)
+            previous = (g, k)
+        if previous is not None and covered < lengths[contig]:
+            pg, pk = previous
+            last = groups[pg][pk]
+            notes.append(f"{contig}:{covered + 1}-{lengths[contig]} is in no interval: added to {listed[pg][pk].samtools()}")
+            groups[pg][pk] = Interval(contig, last.start, lengths[contig])
+    left_out = [(contig, length) for contig, length in contigs if contig not in where]
+    if left_out:
+        derived = [list(region.intervals) for region in derive_regions(left_out, max_length, pack_bp)[:-1]]
+        notes.append(f"{len(left_out)} contigs in no interval (e.g. {left_out[0][0]}): {len(derived)} regions of their own")
+        groups.extend(derived)
+    return groups, notes
 
 
 def check_coverage(groups: list[list[Interval]], contigs: list[tuple[str, int]], source: str) -> list[str]:
@@ -188,9 +246,16 @@ def check_coverage(groups: list[list[Interval]], contigs: list[tuple[str, int]],
     return problems
 
 
-def regions_from_file(path: str, contigs: list[tuple[str, int]]) -> list[Region]:
-    """Regions from a file, checked to cover the reference exactly once, in reference order."""
-    groups = parse_region_file(path)
+def regions_from_file(
+    path: str, contigs: list[tuple[str, int]], max_length: int, pack_bp: int
+) -> tuple[list[Region], list[str]]:
+    """Regions from a file, checked to cover the reference exactly once, in reference order, and
+    what was changed to make a Genomon interval list cover it (complete_interval_list; a BED file
+    must cover it as it is)."""
+    groups, interval_list = parse_region_file(path)
+    notes: list[str] = []
+    if interval_list:
+        groups, notes = complete_interval_list(groups, contigs, max_length, pack_bp)
     problems = check_coverage(groups, contigs, path)
     if problems:
         raise ValueError("\n".join(problems[:20]) + ("\n..." if len(problems) > 20 else ""))
@@ -199,7 +264,7 @@ def regions_from_file(path: str, contigs: list[tuple[str, int]]) -> list[Region]
         group.sort(key=lambda i: (order[i.contig], i.start))
     groups.sort(key=lambda g: (order[g[0].contig], g[0].start))
     regions = [Region(region_name(i + 1), tuple(g)) for i, g in enumerate(groups)]
-    return regions + [Region(UNMAPPED, ())]
+    return regions + [Region(UNMAPPED, ())], notes
 
 
 def make_regions(fai: str, region_file: str | None, max_length: int, pack_bp: int) -> list[Region]:
@@ -208,9 +273,16 @@ def make_regions(fai: str, region_file: str | None, max_length: int, pack_bp: in
 
 def regions_of(contigs: list[tuple[str, int]], region_file: str | None, max_length: int, pack_bp: int) -> list[Region]:
     """The regions of a reference of these contigs: from the region file, else derived."""
+    return regions_with_notes(contigs, region_file, max_length, pack_bp)[0]
+
+
+def regions_with_notes(
+    contigs: list[tuple[str, int]], region_file: str | None, max_length: int, pack_bp: int
+) -> tuple[list[Region], list[str]]:
+    """regions_of and what was changed to complete a Genomon interval list."""
     if region_file:
-        return regions_from_file(region_file, contigs)
-    return derive_regions(contigs, max_length, pack_bp)
+        return regions_from_file(region_file, contigs, max_length, pack_bp)
+    return derive_regions(contigs, max_length, pack_bp), []
 
 
 def write_regions(regions: list[Region], out) -> None:
@@ -266,7 +338,9 @@ def main(argv=None) -> int:
     parser.add_argument("--pack-bp", type=int, required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    regions = make_regions(args.fai, args.region_file, args.max_length, args.pack_bp)
+    regions, notes = regions_with_notes(read_fai(args.fai), args.region_file, args.max_length, args.pack_bp)
+    for note in notes:
+        print(f"regions.file: {note}")
     with open(args.out, "w") as out:
         write_regions(regions, out)
     return 0

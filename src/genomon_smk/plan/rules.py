@@ -1,19 +1,98 @@
-"""The workflow's rules and the facts about each, written once: its Genomon stage, what it has one
-job per, its default Snakemake priority, the storage tiers it writes and what one job asks a
-cluster for. The stage plan, the
-utilisation timeline, the cohort planner and the config's defaults read them from here; a test
-checks that every rule of the workflow is in the table and nothing else is."""
+"""The workflow's rules and the facts about each, written once: its Genomon stage, how many jobs it
+has for a cohort, its default Snakemake priority, the storage tiers it writes and what one job
+asks a cluster for. The stage plan, the storage plan, the utilisation timeline, the cohort
+planner and the config's defaults read them from here; tests check that every rule of the
+workflow is in the table and nothing else is, and that every rule's job count is the count of
+Snakemake's own DAG in every .test scenario (tests/test_stage_plan.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class CohortShape:
+    """The numbers that fix the DAG's size: mapped samples, pairs, chunks per sample, regions
+    (markdup, the unmapped region included), mutation regions (identify mutations: without it),
+    the samples whose split waits for a staggered start, Genomon's [bam_import] samples, the
+    BAMs of its [bam_tofastq] samples (those samples are counted in `samples`: they are mapped),
+    the samples whose QC runs (None: all; mapped ones: those with read-pair and duplicate
+    checks), the set-up rules that still have to build their files into resources_dir (one job
+    each; none when the reference is used in place or was built by an earlier run), what the
+    SV stage parses, merges and filters, and pmsignature's fits."""
+
+    samples: int
+    pairs: int
+    chunks: int
+    regions: int
+    mutation_regions: int
+    staggered: int = 0
+    imported: int = 0
+    converted: int = 0
+    qc_samples: int | None = None
+    mapped_qc_samples: int | None = None
+    to_build: frozenset[str] = frozenset()
+    # SV detection: the samples and panel BAMs GenomonSV parses, the panels it merges, the pairs.
+    sv_samples: int = 0
+    sv_panels: int = 0
+    sv_pairs: int = 0
+    # pmsignature: the K values of its ind and full modes that run (none without a drawn table).
+    pmsignature_ind: int = 0
+    pmsignature_full: int = 0
+
+    @property
+    def qc(self) -> int:
+        """Samples whose QC runs (every sample, imported ones included, unless a [qc] section names them)."""
+        return self.samples + self.imported if self.qc_samples is None else self.qc_samples
+
+    @property
+    def mapped_qc(self) -> int:
+        return self.samples if self.mapped_qc_samples is None else self.mapped_qc_samples
+
+
+@dataclass(frozen=True)
+class Per:
+    """What a rule has one job per: the stage plan's words for it and the count in a cohort (a
+    function of the cohort's shape and the rule's name)."""
+
+    label: str
+    count: Callable[[CohortShape, str], int]
+
+
+RUN = Per("run", lambda c, _: 1)
+RUN_WITH_MAP_JOBS = Per("run with map jobs", lambda c, _: int(c.samples > 0))  # only map jobs read the region table
+RUN_READING_REFERENCE = Per("run reading reference", lambda c, _: int(c.samples + c.pairs > 0))
+TO_BUILD = Per("file to build", lambda c, rule: int(rule in c.to_build))
+STAGGERED_SAMPLE = Per("staggered sample", lambda c, _: c.staggered)
+CONVERTED_BAM = Per("bam_tofastq BAM", lambda c, _: c.converted)
+IMPORTED_SAMPLE = Per("imported sample", lambda c, _: c.imported)
+SAMPLE = Per("sample", lambda c, _: c.samples)
+SAMPLE_CHUNK = Per("sample x chunk", lambda c, _: c.samples * c.chunks)
+SAMPLE_REGION = Per("sample x region", lambda c, _: c.samples * c.regions)
+PAIR = Per("pair", lambda c, _: c.pairs)
+PAIR_REGION = Per("pair x mutation region", lambda c, _: c.pairs * c.mutation_regions)
+SV_SAMPLE = Per("sv sample", lambda c, _: c.sv_samples)
+SV_PANEL = Per("sv panel", lambda c, _: c.sv_panels)
+SV_PAIR = Per("sv pair", lambda c, _: c.sv_pairs)
+QC_SAMPLE = Per("qc sample", lambda c, _: c.qc)
+MAPPED_QC_SAMPLE = Per("mapped qc sample", lambda c, _: c.mapped_qc)
+QC_RUN = Per("qc run", lambda c, _: int(c.qc > 0))  # the report of every QC sample, if any
+SV_QC_RUN = Per("sv qc run", lambda c, _: int(c.qc > 0 and c.sv_pairs > 0))  # the report's SV tables
+# Post-analysis: one merge job per mode that has something to merge; the report when any has.
+MUTATION_RUN = Per("mutation run", lambda c, _: int(c.pairs > 0))
+SV_RUN = Per("sv run", lambda c, _: int(c.sv_pairs > 0))
+POST_ANALYSIS_RUN = Per("post-analysis run", lambda c, _: int(c.pairs > 0 or c.sv_pairs > 0 or c.qc > 0))
+PMSIGNATURE_RUN = Per("pmsignature run", lambda c, _: int(c.pmsignature_ind + c.pmsignature_full > 0))
+IND_K = Per("ind K", lambda c, _: c.pmsignature_ind)
+FULL_K = Per("full K", lambda c, _: c.pmsignature_full)
 
 
 @dataclass(frozen=True)
 class Rule:
     name: str
-    stage: str  # Genomon's stage, as the stage plan and the timeline name it
-    per: str  # what the rule has one job per (see stage_plan.CohortShape.per)
+    stage: str  # Genomon's stage, as the stage plan, the timeline and the planner name it
+    per: Per  # what the rule has one job per: its jobs in a cohort (`jobs`)
     # The default of the config's priorities.<rule>; None: not configurable (Snakemake's 0).
     priority: int | None = None
     # The config's storage.rules key of the rule's files and the roles it has there (`output`,
@@ -25,6 +104,14 @@ class Rule:
     mem_mb: int | None = None
     runtime: int | None = None
 
+    def __post_init__(self):
+        if not isinstance(self.per, Per):
+            raise TypeError(f"rule {self.name}: `per` is a Per (rules.SAMPLE, rules.PAIR, ...), not {self.per!r}")
+
+    def jobs(self, shape: CohortShape) -> int:
+        """The rule's jobs in a full run of a cohort of this shape (0: none)."""
+        return self.per.count(shape, self.name)
+
     @property
     def resources(self) -> dict[str, int]:
         return {key: value for key, value in (("mem_mb", self.mem_mb), ("runtime", self.runtime)) if value}
@@ -34,48 +121,55 @@ class Rule:
 # next pair's map jobs and the map jobs fill the gaps (the Fugaku paper's low-priority queue).
 RULES: tuple[Rule, ...] = (
     # Set-up into resources_dir (rules/reference.smk): jobs only while something is to be built.
-    Rule("reference_fasta", "reference set-up", "reference to build", runtime=60),
-    Rule("reference_fai", "reference set-up", "reference .fai to build", runtime=30),
+    Rule("reference_fasta", "reference set-up", TO_BUILD, runtime=60),
+    Rule("reference_fai", "reference set-up", TO_BUILD, runtime=30),
     # bwa index of a human genome: about an hour and 5 GB (bwtsw).
-    Rule("reference_bwa_index", "reference set-up", "bwa index to build", mem_mb=8000, runtime=240),
-    Rule("simple_repeat_db", "reference set-up", "repeat table to build", mem_mb=4000, runtime=30),
-    Rule("bam_to_fastq", "bam tofastq", "bam_tofastq BAM", 10, "bam_to_fastq", ("output", "temp")),
-    Rule("import_bam", "bam import", "imported sample"),
-    Rule("stagger_start", "split files", "staggered sample"),
-    Rule("split_fastq", "split files", "sample", 10, "split_fastq", ("output",)),
+    Rule("reference_bwa_index", "reference set-up", TO_BUILD, mem_mb=8000, runtime=240),
+    Rule("simple_repeat_db", "reference set-up", TO_BUILD, mem_mb=4000, runtime=30),
+    # pmsignature's background: 1e7 random positions, about half a minute on GRCh37 (docs/pmsignature.md).
+    Rule("pmsignature_background", "reference set-up", TO_BUILD, mem_mb=4000, runtime=30),
+    Rule("bam_to_fastq", "bam tofastq", CONVERTED_BAM, 10, "bam_to_fastq", ("output", "temp")),
+    Rule("import_bam", "bam import", IMPORTED_SAMPLE),
+    Rule("stagger_start", "split files", STAGGERED_SAMPLE),
+    Rule("split_fastq", "split files", SAMPLE, 10, "split_fastq", ("output",)),
     # Only map jobs read the region table; map and mutation jobs read the staged reference: a
     # cohort of imported BAMs has neither job.
-    Rule("region_table", "map", "run with map jobs"),
-    Rule("stage_reference", "map", "run reading reference"),
-    Rule("map_reads", "map", "sample x chunk", 0, "map", ("output", "temp"), mem_mb=10600, runtime=120),
-    Rule("gather_map", "map", "sample", 10, "map", ("output",)),
-    Rule("markdup", "markdup", "sample x region", 10, "markdup", ("output", "temp"), mem_mb=10600, runtime=360),
-    Rule("merge_bam", "merge bam", "sample", 30, "merge_bam", ("output", "temp"), mem_mb=4000, runtime=240),
-    Rule("identify_mutations", "identify mutations", "pair x mutation region", 20, "identify_mutations",
+    Rule("region_table", "map", RUN_WITH_MAP_JOBS),
+    Rule("stage_reference", "map", RUN_READING_REFERENCE),
+    Rule("map_reads", "map", SAMPLE_CHUNK, 0, "map", ("output", "temp"), mem_mb=10600, runtime=120),
+    Rule("gather_map", "map", SAMPLE, 10, "map", ("output",)),
+    Rule("markdup", "markdup", SAMPLE_REGION, 10, "markdup", ("output", "temp"), mem_mb=10600, runtime=360),
+    Rule("merge_bam", "merge bam", SAMPLE, 30, "merge_bam", ("output", "temp"), mem_mb=4000, runtime=240),
+    Rule("identify_mutations", "identify mutations", PAIR_REGION, 20, "identify_mutations",
          ("output", "temp"), mem_mb=5300, runtime=180),
-    Rule("merge_mutation", "merge mutation", "pair", 30, "merge_mutation", ("output", "temp")),
+    Rule("merge_mutation", "merge mutation", PAIR, 30, "merge_mutation", ("output", "temp")),
     # mutil filter and the VCFs, apart from the merge: retuning the filter reruns only this.
-    Rule("filter_mutation", "merge mutation", "pair", 30),
-    Rule("mutation_summary", "merge mutation", "pair"),
+    Rule("filter_mutation", "merge mutation", PAIR, 30),
+    Rule("mutation_summary", "merge mutation", PAIR),
     # GenomonSV parse reads a whole BAM in one process (hours on a 100 GB WGS BAM).
-    Rule("sv_parse", "sv detection", "sv sample", 20, "sv_parse", ("output", "temp"), runtime=720),
-    Rule("sv_merge_control", "sv detection", "sv panel"),
-    Rule("sv_filt", "sv detection", "sv pair", 30, "sv_filt", ("output", "temp"), runtime=240),
-    Rule("sv_utils_filter", "sv detection", "sv pair"),
-    Rule("sv_vcf", "sv detection", "sv pair"),
-    Rule("sv_summary", "sv detection", "sv pair"),
-    Rule("bam_stats", "qc", "qc sample"),
-    Rule("read_pair_integrity", "qc", "mapped qc sample"),
-    Rule("coverage", "qc", "qc sample"),
-    Rule("duplication_metrics", "qc", "mapped qc sample"),
-    Rule("sv_multiqc_tables", "qc", "sv qc run"),
-    Rule("multiqc", "qc", "qc run"),
+    Rule("sv_parse", "sv detection", SV_SAMPLE, 20, "sv_parse", ("output", "temp"), runtime=720),
+    Rule("sv_merge_control", "sv detection", SV_PANEL),
+    Rule("sv_filt", "sv detection", SV_PAIR, 30, "sv_filt", ("output", "temp"), runtime=240),
+    Rule("sv_utils_filter", "sv detection", SV_PAIR),
+    Rule("sv_vcf", "sv detection", SV_PAIR),
+    Rule("sv_summary", "sv detection", SV_PAIR),
+    Rule("bam_stats", "qc", QC_SAMPLE),
+    Rule("read_pair_integrity", "qc", MAPPED_QC_SAMPLE),
+    Rule("coverage", "qc", QC_SAMPLE),
+    Rule("duplication_metrics", "qc", MAPPED_QC_SAMPLE),
+    Rule("sv_multiqc_tables", "qc", SV_QC_RUN),
+    Rule("multiqc", "qc", QC_RUN),
     # Genomon's post-analysis (one job per mode, over the whole cohort) and its paplot report.
-    Rule("post_analysis_mutation", "post analysis", "mutation run"),
-    Rule("post_analysis_sv", "post analysis", "sv run"),
-    Rule("post_analysis_qc", "post analysis", "qc run"),
-    Rule("paplot", "paplot", "post-analysis run"),
-    Rule("utilisation_timeline", "qc", "run"),
+    Rule("post_analysis_mutation", "post analysis", MUTATION_RUN),
+    Rule("post_analysis_sv", "post analysis", SV_RUN),
+    Rule("post_analysis_qc", "post analysis", QC_RUN),
+    # Genomon's pmsignature: the cohort's mutation positions, then one job per K and mode. A fit of
+    # the paper-scale cohort (1,000 tumors x 5,000 SNVs) takes up to 43 CPU minutes at K = 6.
+    Rule("pre_pmsignature", "pmsignature", PMSIGNATURE_RUN),
+    Rule("pmsignature_ind", "pmsignature", IND_K, mem_mb=4000, runtime=120),
+    Rule("pmsignature_full", "pmsignature", FULL_K, mem_mb=4000, runtime=120),
+    Rule("paplot", "paplot", POST_ANALYSIS_RUN),
+    Rule("utilisation_timeline", "qc", RUN),
 )
 
 # The rule that only names the run's final files; Snakemake counts it as one job.

@@ -22,7 +22,7 @@ import yaml
 
 from genomon_smk.plan.input_identity import Use, relation, repeated_use_message, repeated_uses, same_data
 from genomon_smk.plan.regions import read_fai
-from genomon_smk.plan.resources import GZIP_ERRORS, open_maybe_gzipped
+from genomon_smk.fileio import GZIP_ERRORS, open_maybe_gzipped
 
 # Names reach file paths and shell command lines: allow only characters that need no quoting.
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

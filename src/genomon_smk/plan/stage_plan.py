@@ -1,24 +1,23 @@
 """The stage plan: the workflow's jobs grouped into Genomon's stages, counted from the config.
 
 A Genomon user thinks of a run as split files -> map -> markdup -> merge bam -> identify
-mutations -> merge mutation, sv detection -> qc, with so many jobs of each. This module knows
-which rules make up each stage and how many jobs each rule has (one per sample, per sample and
-chunk, per pair and region, ...), so the count of a cohort of any size follows from a few numbers, without building
-Snakemake's DAG. The workflow prints the table when it is parsed (after the storage plan), and
-the benchmark of cohort-scale dry runs uses the counts to predict the size of a DAG.
+mutations -> merge mutation, sv detection -> qc, with so many jobs of each. The rule table
+(genomon_smk.plan.rules) knows which rules make up each stage and how many jobs each rule has
+for a cohort of a given shape (one per sample, per sample and chunk, per pair and region, ...),
+so the count of a cohort of any size follows from a few numbers, without building Snakemake's
+DAG. The workflow prints the table when it is parsed (after the storage plan), and the benchmark
+of cohort-scale dry runs uses the counts to predict the size of a DAG.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from genomon_smk.plan.rules import RULES, SETUP_RULES, SETUP_STAGE, TARGET_RULE
+from genomon_smk.plan.rules import RULES, SETUP_RULES, TARGET_RULE, CohortShape
 from genomon_smk.plan.rules import STAGES as STAGE_NAMES
 
 # Genomon's stages in pipeline order, each with its rules and what a rule has one job per
 # (from the rule table). `run` = one job for the whole run; `qc run` = one if any sample gets QC.
 STAGES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = tuple(
-    (stage, tuple((rule.name, rule.per) for rule in RULES if rule.stage == stage)) for stage in STAGE_NAMES
+    (stage, tuple((rule.name, rule.per.label) for rule in RULES if rule.stage == stage)) for stage in STAGE_NAMES
 )
 # The tiers a rule writes on, as the config's storage.rules key and roles; rules not listed write
 # to output_dir (global). stage_reference copies the reference to the cache tier; the set-up
@@ -26,67 +25,6 @@ STAGES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = tuple(
 STORAGE_ROLES: dict[str, tuple[str, tuple[str, ...]]] = {
     rule.name: (rule.tier_key, rule.tier_roles) for rule in RULES if rule.tier_key
 }
-# What a set-up rule has one job per: the file it builds, if still missing.
-SETUP_UNITS = {rule.per for rule in RULES if rule.stage == SETUP_STAGE}
-
-
-@dataclass(frozen=True)
-class CohortShape:
-    """The numbers that fix the DAG's size: mapped samples, pairs, chunks per sample, regions
-    (markdup, the unmapped region included), mutation regions (identify mutations: without it),
-    the samples whose split waits for a staggered start, Genomon's [bam_import] samples, the
-    BAMs of its [bam_tofastq] samples (those samples are counted in `samples`: they are mapped),
-    the samples whose QC runs (None: all; mapped ones: those with read-pair and duplicate
-    checks), what the set-up rules still have to build into resources_dir (their `per`
-    units, e.g. "bwa index to build": one job each; nothing when the reference is used in place
-    or was built by an earlier run), and what the SV stage parses, merges and filters."""
-
-    samples: int
-    pairs: int
-    chunks: int
-    regions: int
-    mutation_regions: int
-    staggered: int = 0
-    imported: int = 0
-    converted: int = 0
-    qc_samples: int | None = None
-    mapped_qc_samples: int | None = None
-    to_build: frozenset[str] = frozenset()
-    # SV detection: the samples and panel BAMs GenomonSV parses, the panels it merges, the pairs.
-    sv_samples: int = 0
-    sv_panels: int = 0
-    sv_pairs: int = 0
-
-    def per(self, unit: str) -> int:
-        """How many jobs a rule with one job per `unit` has in this cohort."""
-        qc_samples = self.samples + self.imported if self.qc_samples is None else self.qc_samples
-        if unit in SETUP_UNITS:
-            return int(unit in self.to_build)
-        return {
-            "run": 1,
-            "run with map jobs": int(self.samples > 0),
-            "run reading reference": int(self.samples + self.pairs > 0),
-            "staggered sample": self.staggered,
-            "bam_tofastq BAM": self.converted,
-            "imported sample": self.imported,
-            "qc sample": qc_samples,
-            "qc run": 1 if qc_samples else 0,  # the report of every QC sample, if any
-            "sv qc run": 1 if qc_samples and self.sv_pairs else 0,  # the report's SV tables
-            "mapped qc sample": self.samples if self.mapped_qc_samples is None else self.mapped_qc_samples,
-            "sample": self.samples,
-            "sample x chunk": self.samples * self.chunks,
-            "sample x region": self.samples * self.regions,
-            "pair": self.pairs,
-            "pair x mutation region": self.pairs * self.mutation_regions,
-            "sv sample": self.sv_samples,
-            "sv panel": self.sv_panels,
-            "sv pair": self.sv_pairs,
-            # Post-analysis: one merge job per mode that has something to merge; the report
-            # when any has.
-            "mutation run": 1 if self.pairs else 0,
-            "sv run": 1 if self.sv_pairs else 0,
-            "post-analysis run": 1 if self.pairs or self.sv_pairs or qc_samples else 0,
-        }[unit]
 
 
 def stagger_delays(pairs: list[tuple[str, str | None]], minutes: float) -> dict[str, int]:
@@ -109,7 +47,7 @@ def rule_jobs(shape: CohortShape) -> dict[str, int]:
     """Jobs per rule of a full run (every target, nothing done yet), `all` included, as
     Snakemake's "Job stats" table of a dry run in an empty output directory counts them (rules
     without jobs left out)."""
-    counts = {rule: shape.per(unit) for _, rules in STAGES for rule, unit in rules if shape.per(unit)}
+    counts = {rule.name: jobs for rule in RULES if (jobs := rule.jobs(shape))}
     counts[TARGET_RULE] = 1
     return counts
 

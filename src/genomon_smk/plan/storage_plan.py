@@ -12,6 +12,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from genomon_smk.plan.rules import FACTS, CohortShape
+
 # Bytes of each kind of file per byte of gzipped FASTQ input (pigz/gzip level 1-6: ~3.5x).
 FASTQ_PER_GZ = 3.5
 SAM_PER_FASTQ = 1.33  # paper: SAM 363 GiB from 272 GiB of FASTQ
@@ -59,15 +61,23 @@ class Use:
     per_job: bool = False
 
 
-def sample_uses(fastq_gz_bytes: int, chunks: int, regions: int, tiers: dict) -> list[Use]:
-    """The estimated uses of one sample's files, by rule and role, on the tiers the config gives."""
+def jobs_per_sample(rule: str, shape: CohortShape) -> float:
+    """A mapped sample's jobs of a rule (the rule table's count for the cohort, per sample)."""
+    return FACTS[rule].jobs(shape) / shape.samples
+
+
+def sample_uses(fastq_gz_bytes: int, shape: CohortShape, tiers: dict) -> list[Use]:
+    """The estimated uses of one mapped sample's files, by rule and role, on the tiers the config
+    gives; a job's temporaries are the sample's share of its rule's jobs."""
     fastq = fastq_gz_bytes * FASTQ_PER_GZ
     bam = fastq * BAM_PER_FASTQ
+    map_temp = fastq * SAM_PER_FASTQ * SORTED_CHUNK_PER_SAM / jobs_per_sample("map_reads", shape)
     return [
         Use("split_fastq", "output", tiers["split_fastq"]["output"], fastq),
-        Use("map", "temp", tiers["map"]["temp"], fastq * SAM_PER_FASTQ * SORTED_CHUNK_PER_SAM / chunks, per_job=True),
+        Use("map", "temp", tiers["map"]["temp"], map_temp, per_job=True),
         Use("map", "output", tiers["map"]["output"], bam * PIECE_PER_BAM),
-        Use("markdup", "temp", tiers["markdup"]["temp"], bam * MERGED_PER_BAM / regions, per_job=True),
+        Use("markdup", "temp", tiers["markdup"]["temp"], bam * MERGED_PER_BAM / jobs_per_sample("markdup", shape),
+            per_job=True),
         Use("markdup", "output", tiers["markdup"]["output"], bam),
         Use("merge_bam", "output", tiers["merge_bam"]["output"], bam),
     ]
@@ -89,11 +99,11 @@ def setup_uses(to_build: dict[str, float]) -> list[Use]:
     return [Use(rule, "output", "global", size) for rule, size in to_build.items()]
 
 
-def sv_uses(parsed_bam_bytes: list[int], pairs: int, tiers: dict) -> list[Use]:
-    """The estimated temporaries of the SV stage: GenomonSV parse's per parsed BAM, filt's per pair."""
+def sv_uses(parsed_bam_bytes: list[int], shape: CohortShape, tiers: dict) -> list[Use]:
+    """The estimated temporaries of the SV stage: GenomonSV parse's per parsed BAM, filt's per job."""
     uses = [Use("sv_parse", "temp", tiers["sv_parse"]["temp"], size * SV_PARSE_TEMP_PER_BAM, per_job=True)
             for size in parsed_bam_bytes]
-    return uses + [Use("sv_filt", "temp", tiers["sv_filt"]["temp"], SV_FILT_TEMP_BYTES, per_job=True)] * pairs
+    return uses + [Use("sv_filt", "temp", tiers["sv_filt"]["temp"], SV_FILT_TEMP_BYTES, per_job=True)] * FACTS["sv_filt"].jobs(shape)
 
 
 def peaks(uses: list[Use], reference_bytes: int) -> dict[str, float]:
@@ -123,9 +133,9 @@ def plan_table(uses: list[Use], peak: dict[str, float], capacity: dict[str, int 
     for use in uses:
         key = (use.rule, use.role, use.tier)
         totals[key] = max(totals.get(key, 0.0), use.size) if use.per_job else totals.get(key, 0.0) + use.size
-    lines = ["Storage plan (estimated from the FASTQ sizes):", f"  {'rule':<20}{'files':<8}{'tier':<12}{'bytes':>12}"]
+    lines = ["Storage plan (estimated from the FASTQ sizes):", f"  {'rule':<24}{'files':<8}{'tier':<12}{'bytes':>12}"]
     for (rule, role, tier), size in totals.items():
-        lines.append(f"  {rule:<20}{role:<8}{tier:<12}{human(size):>12}{'  per job' if role == 'temp' else ''}")
+        lines.append(f"  {rule:<24}{role:<8}{tier:<12}{human(size):>12}{'  per job' if role == 'temp' else ''}")
     lines.append(f"  {'tier':<12}{'peak':>12}{'capacity':>12}  place")
     for tier in ("node_local", "shared_tmp", "cache", "global"):
         limit = capacity.get(tier)

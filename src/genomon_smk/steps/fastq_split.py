@@ -24,7 +24,7 @@ from itertools import chain, repeat
 
 # The split reads every base of the sample: gzip through ISA-L's reader (about 0.4 of the gzip
 # module's time).
-from genomon_smk.plan.resources import GZIP_ERRORS, open_maybe_gzipped
+from genomon_smk.fileio import GZIP_ERRORS, open_maybe_gzipped
 
 
 class FastqError(Exception):

@@ -6,6 +6,8 @@ Subcommands (``python -m genomon_smk.steps.post_analysis SUBCOMMAND ...``):
 ``merge``  mutation or SV results: ``merge_{mode}[_filt][_{case}].txt`` in the output directory
            for every case that has a tumor (all tumors in ``merge_{mode}[_filt].txt``)
 ``qc``     per-sample QC (coverage table, samtools stats) -> ``merge_qc.txt``
+``cut``    filtered mutation tables -> pmsignature's input, ``mutation.cut.txt`` (Genomon's
+           pre_pmsignature: the mutation position format, ``id chrN Start Ref Alt``)
 
 Merged tables: merged ``#key:value`` meta lines, then the union of the input headers with ``id``
 first (columns in first-seen order, ``NA`` where a file lacks one), then every file's rows in
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -253,6 +256,43 @@ def write_qc(samples: list[tuple[str, str, str]], out_path: str) -> int:
     return len(rows)
 
 
+# --- pmsignature's input
+
+
+# Genomon's pre_pmsignature keeps chromosomes 1-22, X and Y (an optional chr/Chr, then a digit, X
+# or Y): mitochondria, decoys and viruses are left out.
+PRIMARY_CHROMOSOME = re.compile(r"^(?:chr|Chr)?[0-9XY]")
+CUT_COLUMNS = (ID, "Chr", "Start", "Ref", "Alt")
+
+
+def mutation_positions(tables: list[str], out_path: str) -> int:
+    """mutation.cut.txt of merged filtered mutation tables: per row `id chrN Start Ref Alt`
+    (header-less TSV; the chromosome given one `chr` prefix) for the rows on 1-22, X or Y, the
+    tables appended in the order given; an empty file when none has such a row. The rows
+    written. Indels stay: pmsignature leaves them out itself."""
+    partial, rows = f"{out_path}.tmp", 0
+    with open(partial, "w") as out:
+        for path in tables:
+            with open(path) as handle:
+                header = read_top(handle).header
+                if not header:
+                    continue
+                missing = [column for column in CUT_COLUMNS if column not in header]
+                if missing:
+                    raise ValueError(f"{path}: no column {', '.join(missing)} in its header")
+                where = [header.index(column) for column in CUT_COLUMNS]
+                handle.seek(0)
+                for cells in data_rows(handle):
+                    sample, chrom, start, ref, alt = (cells[i] if i < len(cells) else "" for i in where)
+                    if not PRIMARY_CHROMOSOME.match(chrom):
+                        continue
+                    chrom = "chr" + re.sub(r"^(?:chr|Chr)", "", chrom)
+                    out.write(f"{sample}\t{chrom}\t{start}\t{ref}\t{alt}\n")
+                    rows += 1
+    os.replace(partial, out_path)
+    return rows
+
+
 # --- CLI
 
 
@@ -267,6 +307,9 @@ def parse_args(argv):
     qc = commands.add_parser("qc", help="per-sample QC -> merge_qc.txt")
     qc.add_argument("--out", required=True)
     qc.add_argument("--sample", nargs=3, action="append", required=True, metavar=("ID", "COVERAGE", "STATS"))
+    cut = commands.add_parser("cut", help="filtered mutation tables -> pmsignature's mutation.cut.txt")
+    cut.add_argument("--out", required=True)
+    cut.add_argument("tables", nargs="*", help="merge_mutation_filt*.txt, in Genomon's order")
     return parser.parse_args(argv)
 
 
@@ -280,6 +323,8 @@ def main(argv=None):
                 raise ValueError(f"unknown case {', '.join(unknown)}")
             for name, rows in merge_mode(args.mode, [tuple(sample) for sample in args.sample], args.out_dir).items():
                 print(f"{name}: {rows} rows", file=sys.stderr)
+        elif args.command == "cut":
+            print(f"mutation.cut.txt: {mutation_positions(args.tables, args.out)} rows", file=sys.stderr)
         else:
             print(f"merge_qc.txt: {write_qc([tuple(sample) for sample in args.sample], args.out)} samples", file=sys.stderr)
 

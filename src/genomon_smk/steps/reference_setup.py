@@ -15,7 +15,8 @@ import sys
 
 import pysam
 
-from genomon_smk.plan.resources import BLOCK, open_maybe_gzipped, ucsc_rows
+from genomon_smk.fileio import open_maybe_gzipped
+from genomon_smk.plan.setup_build import BLOCK, ucsc_rows
 
 
 def concatenate_fasta(sources: list[str], out: str) -> None:

@@ -21,7 +21,6 @@ Usage (upstream's v0.1.0 positional order: tumor, control, output, database)::
 from __future__ import annotations
 
 import argparse
-import gzip
 import logging
 import math
 import subprocess
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from typing import Iterator, TextIO
 
 from genomon_smk import tool_version
+from genomon_smk.fileio import open_text
 from genomon_smk.tools.mpileup import build_mpileup_command, stream_mpileup, tokenize_read_bases
 from genomon_smk.tools.stats import fisher_score
 
@@ -147,13 +147,6 @@ def read_sites(lines: Iterator[str]) -> list[Site]:
         if alt not in alts:
             alts.append(alt)
     return [Site(*key, tuple(alts)) for key, alts in groups.items()]
-
-
-def open_text(path: str) -> TextIO:
-    """A text file, plain or gzip-compressed (whatever its name)."""
-    with open(path, "rb") as handle:
-        gzipped = handle.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rt") if gzipped else open(path)
 
 
 # ----------------------------------------------------------------------------- calls

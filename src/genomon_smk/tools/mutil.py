@@ -29,12 +29,12 @@ row's, and a missing DB is an error (upstream: an empty list).
 from __future__ import annotations
 
 import argparse
-import gzip
 import operator
 import sys
 from dataclasses import dataclass
 from typing import Callable, Iterable, TextIO
 from genomon_smk import tool_version
+from genomon_smk.fileio import open_text
 
 MISSING = "---"
 HOTSPOT_COLUMN = "score(hotspot)"
@@ -84,10 +84,8 @@ def hotspot_key(cells: list[str]) -> tuple[str, str, str, str, str]:
 
 def read_hotspot_db(path: str) -> set[tuple[str, str, str, str, str]]:
     """Keys of a hotspot DB (TSV, first five columns; ``#`` lines skipped; plain or gzip)."""
-    with open(path, "rb") as handle:
-        gzipped = handle.read(2) == b"\x1f\x8b"
     keys = set()
-    with (gzip.open(path, "rt") if gzipped else open(path)) as handle:
+    with open_text(path) as handle:
         for line in handle:
             if line.startswith("#") or not line.strip():
                 continue

@@ -40,6 +40,10 @@ Shiraishi, Tremmel, Miyano and Stephens, PLoS Genet 11(12):e1005657 (2015); no u
   decimals; ``mutation`` = [sample, signature, q] with the background last; ``mutation_count`` =
   the sample's mutations that survived the filters.
 
+Deliberate differences from upstream Genomon (docs/differences.md, docs/pmsignature.md): seeded
+starts, the true mutation counts, SQUAREM for a maximisation, backgrounds made from the configured
+reference and annotation, the empty JSON only for too few mutations.
+
 Usage::
 
     python -m genomon_smk.tools.pmsignature background -r ref.fa -a refGene.txt.gz -o bgdir
@@ -51,7 +55,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import gzip
 import json
 import logging
 import math
@@ -71,6 +74,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from genomon_smk import tool_version  # noqa: E402
+from genomon_smk.fileio import open_text  # noqa: E402
 
 LOG = logging.getLogger("pmsignature")
 
@@ -234,10 +238,6 @@ class StrandMap:
         return out
 
 
-def _open_text(path: str):
-    return gzip.open(path, "rt") if str(path).endswith(".gz") else open(path)
-
-
 def read_annotation(path: str, resolve: Callable[[str], str | None], kind: str) -> StrandMap:
     """Transcript (`kind` = "transcript") or exon ("exon") intervals of a UCSC genePred table
     (refGene, knownGene, with or without the bin column) or a GTF, renamed to the FASTA's
@@ -247,7 +247,7 @@ def read_annotation(path: str, resolve: Callable[[str], str | None], kind: str) 
     intervals: dict[str, list[tuple[int, int, int]]] = {}
     gtf_spans: dict[str, list] = {}     # transcript_id -> [contig, start0, end0, strand]
     saw_gtf_transcript = False
-    with _open_text(path) as handle:
+    with open_text(path) as handle:
         for line in handle:
             if not line.strip() or line.startswith("#"):
                 continue
@@ -326,7 +326,7 @@ class Catalog:
 
 def read_mutation_positions(path: str) -> Iterator[tuple[str, str, int, str, str]]:
     """Rows (sample, chrom, 1-based pos, ref, alt) of a mutation position format file."""
-    with _open_text(path) as handle:
+    with open_text(path) as handle:
         for number, line in enumerate(handle, 1):
             f = line.rstrip("\r\n").split("\t")
             if len(f) < 5 or not line.strip():
@@ -461,7 +461,7 @@ def read_background(path: str, mode: Mode) -> np.ndarray:
     if os.path.isdir(path):
         path = os.path.join(path, mode.table_name)
     table = np.zeros(mode.n_patterns)
-    with _open_text(path) as handle:
+    with open_text(path) as handle:
         for line in handle:
             if line.strip():
                 key, value = line.split("\t")[:2]

@@ -14,9 +14,10 @@ Records are converted to anno coordinates the way Genomon's VCFs encode alleles
 
 from __future__ import annotations
 
-import gzip
 from dataclasses import dataclass
 from typing import Callable, Sequence
+
+from genomon_smk.fileio import open_text
 
 from .table import NA, Annotator, Candidate, annotate_rows
 
@@ -125,15 +126,11 @@ class VcfRecordWriter:
         return "\t".join(fields)
 
 
-def _open_text(path: str):
-    return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
-
-
 def annotate_vcf(input_path: str, output_path: str, layout: VcfLayout,
                  annotator_factory: Callable[[], Annotator], tumor_name: str | None = None,
                  normal_name: str | None = None, threads: int = 1) -> None:
     """Stream a VCF through a subcommand's annotator (rows it drops are left out)."""
-    with _open_text(input_path) as source, open(output_path, "w") as sink:
+    with open_text(input_path) as source, open(output_path, "w") as sink:
         lines = (raw.rstrip("\r\n") for raw in source)
         samples: list[str] = []
         for line in lines:

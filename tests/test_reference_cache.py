@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from genomon_smk.steps.stage_reference import describe, ensure_staged, main, purge, stage, staged_path
+from genomon_smk.steps.reference_cache import cache_reference, cached_path, describe, ensure_cached, main, purge
 
 
 @pytest.fixture
@@ -23,10 +23,10 @@ def reference(tmp_path):
 def test_staged_once_and_reused(reference, tmp_path):
     manifest = describe(reference)
     cache = str(tmp_path / "cache")
-    targets = ensure_staged(manifest, cache)
-    assert targets[0] == staged_path(cache, reference[0]) and open(targets[0]).read() == ">c\nACGT\n"
+    targets = ensure_cached(manifest, cache)
+    assert targets[0] == cached_path(cache, reference[0]) and open(targets[0]).read() == ">c\nACGT\n"
     before = [os.stat(t).st_ino for t in targets]
-    assert ensure_staged(manifest, cache) == targets
+    assert ensure_cached(manifest, cache) == targets
     assert [os.stat(t).st_ino for t in targets] == before  # not copied again
 
 
@@ -34,7 +34,7 @@ def test_concurrent_jobs_copy_once_and_all_get_the_files(reference, tmp_path):
     manifest = describe(reference)
     cache = str(tmp_path / "cache")
     results = []
-    threads = [threading.Thread(target=lambda: results.append(ensure_staged(manifest, cache))) for _ in range(4)]
+    threads = [threading.Thread(target=lambda: results.append(ensure_cached(manifest, cache))) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -46,10 +46,10 @@ def test_concurrent_jobs_copy_once_and_all_get_the_files(reference, tmp_path):
 def test_a_damaged_copy_is_replaced(reference, tmp_path):
     manifest = describe(reference)
     cache = str(tmp_path / "cache")
-    target = ensure_staged(manifest, cache)[2]
+    target = ensure_cached(manifest, cache)[2]
     with open(target, "w") as handle:
         handle.write("truncated")
-    assert open(ensure_staged(manifest, cache)[2]).read() == "x" * 5000
+    assert open(ensure_cached(manifest, cache)[2]).read() == "x" * 5000
 
 
 def test_a_changed_reference_is_refused(reference, tmp_path):
@@ -57,7 +57,7 @@ def test_a_changed_reference_is_refused(reference, tmp_path):
     with open(reference[2], "w") as handle:
         handle.write("y" * 5000)
     with pytest.raises(OSError, match="does not match the manifest"):
-        ensure_staged(manifest, str(tmp_path / "cache"))
+        ensure_cached(manifest, str(tmp_path / "cache"))
 
 
 def test_cli_setup_then_ensure_prints_the_staged_fasta(reference, tmp_path, capsys):
@@ -67,7 +67,7 @@ def test_cli_setup_then_ensure_prints_the_staged_fasta(reference, tmp_path, caps
     assert [entry["size"] for entry in json.loads(manifest.read_text())] == [8, 10, 5000]
     capsys.readouterr()
     assert main(["ensure", "--cache", cache, "--manifest", str(manifest)]) == 0
-    assert capsys.readouterr().out.strip() == staged_path(cache, reference[0])
+    assert capsys.readouterr().out.strip() == cached_path(cache, reference[0])
 
 
 @pytest.fixture
@@ -100,13 +100,13 @@ def test_llio_transfer_refuses_a_resized_reference_and_reports_a_failing_transfe
     with open(reference[1], "a") as handle:
         handle.write("more\n")
     with pytest.raises(OSError, match="was the reference changed"):
-        stage(manifest, str(tmp_path / "cache"), "llio_transfer")
+        cache_reference(manifest, str(tmp_path / "cache"), "llio_transfer")
     failing = tmp_path / "failing"
     failing.write_text("#!/bin/sh\necho 'not in a job' >&2\nexit 1\n")
     failing.chmod(0o755)
     monkeypatch.setenv("LLIO_TRANSFER", str(failing))
     with pytest.raises(OSError, match="not in a job"):
-        stage(describe(reference), str(tmp_path / "cache"), "llio_transfer")
+        cache_reference(describe(reference), str(tmp_path / "cache"), "llio_transfer")
 
 
 def test_purge_runs_llio_transfer_purge_only_inside_a_pjm_job(reference, fake_llio):

@@ -2,7 +2,7 @@
 job slot, one bar per job coloured by Genomon stage, the slot utilisation and the throughput in
 the title.
 
-    python -m genomon_smk.steps.timeline --benchmarks RESULTS/benchmarks [--slots N] \\
+    python -m genomon_smk.plan.timeline --benchmarks RESULTS/benchmarks [--slots N] \\
         [--threads map_reads=2 markdup=2] --png T.png --svg T.svg --tsv T.tsv --summary T.summary.tsv
 
 Where the job records come from: the benchmark files Snakemake writes for every job
@@ -51,7 +51,8 @@ STAGE_COLOURS = dict(
     zip(
         (*STAGES, "other"),
         ("#d4a6c8", "#9c755f", "#ff9da7", "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#edc948",
-         "#8cd17d", "#76b7b2", "#86bcb6", "#b6992d", "#bab0ac"),
+         "#8cd17d", "#76b7b2", "#86bcb6", "#d37295", "#b6992d",
+         "#bab0ac"),
         strict=True,
     )
 )

@@ -121,3 +121,18 @@ def summary(
         lines += [f"  {line}" for warning in warnings for line in warning.text.splitlines()]
     lines += empty_after_warning(kept_calls, warnings)
     return "\n".join(lines)
+
+
+def failure_summary(output_dir: str, failed_jobs: dict[str, list[str]], places: dict[str, str]) -> str:
+    """The closing lines of a failed run: each failed job (rule: its logs) and how to go on.
+    failed_jobs: rule and job id ("map_reads #12") -> the job's log files."""
+    lines = [f"genomon-smk: the run failed: {len(failed_jobs)} job(s) failed"]
+    for job, logs in failed_jobs.items():
+        lines.append(f"  {job}: " + (", ".join(relative(log, output_dir) for log in logs) or "no log"))
+    lines.append(
+        "  Fix the cause and run the same command again: finished results are kept; the failed jobs"
+        " and what needs them run again (partial outputs of the failed jobs were removed)."
+    )
+    width = max((len(label) for label in places), default=0)
+    lines += [f"  {label + ':':<{width + 1}} {relative(place, output_dir)}" for label, place in places.items()]
+    return "\n".join(lines)

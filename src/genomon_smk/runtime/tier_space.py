@@ -10,7 +10,7 @@ and prints one line per file system that is (nearly) full, e.g.
 
 Nothing is printed when every tier has room: the job failed for another reason.
 
-    python -m genomon_smk.plan.tier_space --tier TIER PLACE PLANNED_BYTES [--tier ...]
+    python -m genomon_smk.runtime.tier_space --tier TIER PLACE PLANNED_BYTES [--tier ...]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pre-stage the reference to the `cache` tier: once per node, locked, checked by size and checksum.
+"""Copy the reference to the `cache` tier (the rule `stage_reference`): once per node, locked, checked by size and checksum.
 
 The setup rule stages the reference files (FASTA, .fai, bwa index) and writes a manifest with
 each file's size and md5. Every job that reads the reference asks for the staged copy: on a
@@ -51,7 +51,7 @@ def describe(files: list[str]) -> list[dict]:
     return [{"source": os.path.abspath(f), "size": os.path.getsize(f), "md5": md5sum(f)} for f in files]
 
 
-def staged_path(cache_dir: str, source: str) -> str:
+def cached_path(cache_dir: str, source: str) -> str:
     """Where a source file lives in the cache: its absolute path below cache_dir (names cannot clash)."""
     return os.path.join(cache_dir, "reference", source.lstrip("/"))
 
@@ -99,9 +99,9 @@ def copy_verified(entry: dict, target: str) -> None:
         json.dump({"md5": digest, "size": size}, handle)
 
 
-def ensure_staged(manifest: list[dict], cache_dir: str) -> list[str]:
+def ensure_cached(manifest: list[dict], cache_dir: str) -> list[str]:
     """The staged paths of the manifest's files on this node, copying what is missing or stale."""
-    targets = [staged_path(cache_dir, entry["source"]) for entry in manifest]
+    targets = [cached_path(cache_dir, entry["source"]) for entry in manifest]
     if all(is_current(t, e) for t, e in zip(targets, manifest)):
         return targets
     with locked(cache_dir):
@@ -150,7 +150,7 @@ def transferred_in_job(marker: str | None, job: str | None) -> bool:
         return False
 
 
-def transfer_staged(manifest: list[dict], marker: str | None = None) -> list[str]:
+def transfer_in_job(manifest: list[dict], marker: str | None = None) -> list[str]:
     """llio_transfer the manifest's files in this job (unless the marker says this job already
     did); they are then read at their own paths."""
     check_sizes(manifest)
@@ -160,11 +160,11 @@ def transfer_staged(manifest: list[dict], marker: str | None = None) -> list[str
     return sources
 
 
-def stage(manifest: list[dict], cache_dir: str, method: str, marker: str | None = None) -> list[str]:
+def cache_reference(manifest: list[dict], cache_dir: str, method: str, marker: str | None = None) -> list[str]:
     """The paths jobs read the manifest's files from, staged by the method."""
     if method == "llio_transfer":
-        return transfer_staged(manifest, marker)
-    return ensure_staged(manifest, cache_dir)
+        return transfer_in_job(manifest, marker)
+    return ensure_cached(manifest, cache_dir)
 
 
 def start(files: list[str], marker: str, job: str | None) -> str:
@@ -197,7 +197,7 @@ def purge(manifest: list[dict], method: str, inside_job: bool, marker: str | Non
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Stage the reference to the cache tier.")
+    parser = argparse.ArgumentParser(description="Copy the reference to the cache tier (rule stage_reference).")
     commands = parser.add_subparsers(dest="command", required=True)
     setup = commands.add_parser("setup", help="write the manifest and stage on this node")
     setup.add_argument("--cache", required=True, help="cache directory (node-local on a cluster)")
@@ -219,25 +219,25 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     marker = transfer_marker(args.manifest)
     if args.command == "start":
-        print(f"stage: {start(args.files, marker, current_job())}", file=sys.stderr)
+        print(f"stage_reference: {start(args.files, marker, current_job())}", file=sys.stderr)
         return 0
     if args.command == "setup":
         manifest = describe(args.files)
-        stage(manifest, args.cache, args.method, marker)
+        cache_reference(manifest, args.cache, args.method, marker)
         partial = args.manifest + ".partial"
         with open(partial, "w") as handle:
             json.dump(manifest, handle, indent=1)
         os.replace(partial, args.manifest)
         where = "llio_transfer'd" if args.method == "llio_transfer" else f"staged in {args.cache}"
-        print(f"stage: {len(manifest)} reference files {where}", file=sys.stderr)
+        print(f"stage_reference: {len(manifest)} reference files {where}", file=sys.stderr)
         return 0
     with open(args.manifest) as handle:
         manifest = json.load(handle)
     if args.command == "ensure":
-        print(stage(manifest, args.cache, args.method, marker)[0])
+        print(cache_reference(manifest, args.cache, args.method, marker)[0])
     else:
         print(
-            f"stage: {purge(manifest, args.method, inside_job=current_job() is not None, marker=marker)}",
+            f"stage_reference: {purge(manifest, args.method, inside_job=current_job() is not None, marker=marker)}",
             file=sys.stderr,
         )
     return 0

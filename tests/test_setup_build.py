@@ -1,4 +1,4 @@
-"""Reference set-up into resources_dir (workflow/rules/reference.smk, genomon_smk.plan.resources):
+"""Reference set-up into resources_dir (workflow/rules/reference.smk, genomon_smk.plan.setup_build):
 a bare, gzipped, bgzipped or concatenated FASTA and a UCSC simpleRepeat table are built once,
 reused by every run that names the same files, and rebuilt when one changes."""
 
@@ -14,7 +14,7 @@ import pytest
 from conftest import RUN_DIR, SNAKEMAKE, job_stats, run_snakemake, scenario_variant, write_config
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, bwa_contigs, reference_files
 from genomon_smk.plan.regions import read_fai
-from genomon_smk.plan.resources import (
+from genomon_smk.plan.setup_build import (
     fasta_contigs,
     input_key,
     plan_reference,

@@ -19,17 +19,15 @@ included, about 20 s gzipped or 10 s plain until its set-up job has built the .f
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
-import zlib
 from collections import Counter
 from dataclasses import dataclass
 
-from isal import igzip, isal_zlib
 
-from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, GZIP_MAGIC
+from genomon_smk.fileio import open_maybe_gzipped
+from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES
 from genomon_smk.plan.regions import read_fai
 
 # Bumped when what the set-up rules build changes, so that older builds are not reused.
@@ -39,8 +37,6 @@ FASTA_SUFFIXES = (".gz", ".bgz", ".fa", ".fasta", ".fna", ".txt")
 # A UCSC simpleRepeat.txt row: bin, chrom, chromStart, chromEnd, name, period, copyNum,
 # consensusSize, perMatch, perIndel, score, A, C, G, T, entropy, sequence.
 UCSC_SIMPLE_REPEAT_FIELDS = 17
-# What reading a damaged gzip file raises (ISA-L's reader, with the gzip module's checks).
-GZIP_ERRORS = (EOFError, zlib.error, isal_zlib.error, gzip.BadGzipFile)
 
 
 def input_key(paths: list[str]) -> str:
@@ -62,14 +58,6 @@ def stem(path: str) -> str:
     while (suffix := next((s for s in FASTA_SUFFIXES if name.endswith(s) and name != s), None)) is not None:
         name = name[: -len(suffix)]
     return name
-
-
-def open_maybe_gzipped(path: str):
-    """The file's bytes, decompressed when it is gzip or bgzip (BGZF is multi-member gzip) by
-    ISA-L's reader: the gzip module's bytes in about half its time."""
-    with open(path, "rb") as handle:
-        magic = handle.read(2)
-    return igzip.open(path, "rb") if magic == GZIP_MAGIC else open(path, "rb")
 
 
 def fasta_contigs(paths: list[str]) -> list[tuple[str, int]]:

@@ -1,0 +1,91 @@
+"""The free-text options of the project's own mutation tools checked before any job runs: each
+options key is parsed by its tool's own command line parser, with the arguments the workflow
+adds, so a misspelt or malformed option (`--min_dpeth 8`, `--min_depth eight`) is refused with
+its config file and line instead of failing every identify_mutations job of the cohort hours
+later. Upstream tools (mutation_tools: upstream) are not checked: their parsers are not ours."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import shlex
+from collections.abc import Callable
+
+# What the workflow passes besides the options (files are placeholders: only the words count).
+FISHER_PAIR = ["comparison", "-1", "T.bam", "-2", "N.bam", "-r", "ref.fa", "-o", "out"]
+FISHER_SINGLE = ["single", "-1", "T.bam", "-r", "ref.fa", "-o", "out"]
+REALIGNMENT = ["realignment", "-t", "in", "-1", "T.bam", "-2", "N.bam", "-r", "ref.fa", "-o", "out"]
+INDEL = ["indel", "-t", "in", "-2", "N.bam", "-o", "out"]
+BREAKPOINT = ["breakpoint", "-t", "in", "-2", "N.bam", "-o", "out"]
+MUTIL_FILTER = ["filter", "-i", "in", "-o", "out"]
+HOTSPOT_POSITIONALS = ["T.bam", "N.bam", "out", "db"]
+
+
+def _fisher() -> argparse.ArgumentParser:
+    from genomon_smk.tools.fisher import build_parser
+
+    return build_parser()
+
+
+def _mutfilter() -> argparse.ArgumentParser:
+    from genomon_smk.tools.mutfilter.cli import build_parser
+
+    return build_parser()
+
+
+def _mutil() -> argparse.ArgumentParser:
+    from genomon_smk.tools.mutil import build_parser
+
+    return build_parser()
+
+
+def _hotspot() -> argparse.ArgumentParser:
+    from genomon_smk.tools.hotspot import build_parser
+
+    return build_parser()
+
+
+# key path -> (the tool's parser, argv before the options, argv after them)
+CHECKED: dict[tuple[str, ...], tuple[Callable[[], argparse.ArgumentParser], list[str], list[str]]] = {
+    ("fisher_mutation_call", "pair_params"): (_fisher, FISHER_PAIR, []),
+    ("fisher_mutation_call", "single_params"): (_fisher, FISHER_SINGLE, []),
+    ("realignment_filter", "params"): (_mutfilter, REALIGNMENT, []),
+    ("indel_filter", "params"): (_mutfilter, INDEL, []),
+    ("breakpoint_filter", "params"): (_mutfilter, BREAKPOINT, []),
+    ("mutation_util", "pair_params"): (_mutil, MUTIL_FILTER, []),
+    ("mutation_util", "single_params"): (_mutil, MUTIL_FILTER, []),
+    ("hotspot_call", "params"): (_hotspot, [], HOTSPOT_POSITIONALS),
+}
+
+
+def parse_problem(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """argparse's own complaint about argv (its last line, e.g. `fisher comparison: error:
+    unrecognized arguments: --min_dpeth 8`), or None when it parses."""
+    complaint = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(complaint), contextlib.redirect_stdout(io.StringIO()):
+            parser.parse_args(argv)
+    except SystemExit as stop:
+        if stop.code:
+            lines = complaint.getvalue().strip().splitlines()
+            return lines[-1] if lines else f"refused by {parser.prog}"
+        return "asks the tool for its help or version instead of running it"
+    return None
+
+
+def tool_option_problems(values: dict[tuple[str, ...], object]) -> list[tuple[tuple[str, ...], str]]:
+    """(key path, why) for each checked options value its tool does not take. values: key path ->
+    the config's value (None or a value that cannot be split: left to the config check)."""
+    problems = []
+    for path, (parser, before, after) in CHECKED.items():
+        text = values.get(path)
+        if not isinstance(text, str):
+            continue
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            continue
+        if problem := parse_problem(parser(), [*before, *words, *after]):
+            problems.append((path, f"{problem} (the options are checked with the tool's own parser)"))
+    return problems

@@ -1,5 +1,6 @@
 """Jobs report their own work-directory peak (job-work-dir.sh); the run sums the reports."""
 
+import os
 import subprocess
 import sys
 
@@ -11,14 +12,15 @@ SCRIPT = REPO / "workflow" / "scripts" / "job-work-dir.sh"
 JOB_SHELL = REPO / "workflow" / "scripts" / "job-shell.sh"
 
 
-def run_job(body, work, log, check=True, sampling="sample"):
+def run_job(body, work, log, check=True, monitor="1"):
     """A job's shell as Snakemake runs it (bash strict mode and job-shell.sh, the workflow's shell
-    prefix) that sources the script (SAMPLING `sample`, storage.monitor on, or `off`), then runs
-    body."""
+    prefix) that sources the script, then runs body; `monitor` is the storage.monitor the
+    workflow exports (GENOMON_SMK_STORAGE_MONITOR)."""
     prefix = f'set -euo pipefail; source "{JOB_SHELL}" "{sys.executable}"'
     return subprocess.run(
-        ["bash", "-c", f'{prefix}; source "{SCRIPT}" "{work}" node_local {sampling} "{log}"; {body}'],
+        ["bash", "-c", f'{prefix}; source "{SCRIPT}" "{work}" node_local "{log}"; {body}'],
         capture_output=True, text=True, check=check, timeout=60,
+        env={**os.environ, "GENOMON_SMK_STORAGE_MONITOR": monitor},
     )
 
 
@@ -47,7 +49,7 @@ def test_without_the_monitor_a_job_runs_no_du_and_reports_nothing(tmp_path):
     sampled (no sampler process, no .sizes file) and the log gets no tier-use line."""
     work, log = tmp_path / "w", tmp_path / "job.log"
     run_job('head -c 5000 /dev/zero >"$work/x"; test -z "$work_sampler"; test ! -e "$work.sizes"',
-            work, log, sampling="off")
+            work, log, monitor="0")
     assert not work.exists() and not (tmp_path / "w.sizes").exists()
     assert records_in_log(log.read_text() if log.exists() else "") == []
     assert "not measured" in table([], measured=False)

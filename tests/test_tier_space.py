@@ -67,7 +67,7 @@ def test_a_job_that_fills_its_tier_names_it_in_its_log_and_stderr_and_cleans_up(
     log = tmp_path / "job.log"
     # node_local as a job's shell expands it; another tier given by a variable that is not set.
     tiers = f"""node_local '"$LOCAL_SCRATCH"' {3 * MIB} cache '"$NOT_SET/cache"' 10 global '{tmp_path}' {5 * MIB}"""
-    body = f"""source '{WORK_DIR}' "$LOCAL_SCRATCH/map.key.tumor" node_local sample '{log}'; head -c 3000000 /dev/zero >"$work/sorted" """
+    body = f"""source '{WORK_DIR}' "$LOCAL_SCRATCH/map.key.tumor" node_local '{log}'; head -c 3000000 /dev/zero >"$work/sorted" """
     env = {"PATH": "/usr/bin:/bin", "LOCAL_SCRATCH": str(place)}
     listing = tmp_path / "left_on_node_local.txt"
     job = run_job(tiers, body, env=env, mount=(str(place), "1m", str(listing)))
@@ -82,7 +82,7 @@ def test_a_job_that_fills_its_tier_names_it_in_its_log_and_stderr_and_cleans_up(
 
 def test_a_job_failing_with_room_left_names_no_tier_and_keeps_its_exit_status(tmp_path):
     log = tmp_path / "job.log"
-    job = run_job(f"shared_tmp '{tmp_path}' 100", f"""source '{WORK_DIR}' '{tmp_path}/w' shared_tmp sample '{log}'; exit 7""")
+    job = run_job(f"shared_tmp '{tmp_path}' 100", f"""source '{WORK_DIR}' '{tmp_path}/w' shared_tmp '{log}'; exit 7""")
     assert job.returncode == 7 and "no space" not in job.stderr
     assert not (tmp_path / "w").exists()
     ok = run_job(f"shared_tmp '{tmp_path}' 100", "true")

@@ -81,6 +81,9 @@ STORAGE_MONITOR = (
     else config.get("cluster") in (None, "local")
 )
 TIER_MONITOR = TierMonitor(dict(TIER_PATHS), enabled=STORAGE_MONITOR)
+# For job-work-dir.sh in every job's shell (each job's own Snakemake sets it from the same config).
+# Not a param: turning the monitor on or off must not rerun the jobs.
+os.environ["GENOMON_SMK_STORAGE_MONITOR"] = "1" if STORAGE_MONITOR else "0"
 # Names the job work directories of this output directory apart from other runs on a tier.
 RUN_KEY = hashlib.md5(OUTPUT_DIR.encode()).hexdigest()[:8]
 
@@ -105,8 +108,7 @@ def work_dir_setup(rule_name, tier=None):
             [rule_name, RUN_KEY, *(value for _, value in sorted(wildcards.items()))]
         )
         place = f"{TIER_WORDS[tier]}/{shlex.quote(name)}"
-        sampling = "sample" if STORAGE_MONITOR else "off"
-        return f"source {shlex.quote(WORK_DIR_SCRIPT)} {place} {tier} {sampling}"
+        return f"source {shlex.quote(WORK_DIR_SCRIPT)} {place} {tier}"
 
     return setup
 

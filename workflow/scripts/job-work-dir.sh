@@ -1,10 +1,11 @@
 # Sourced by a rule's shell: gives the job its own empty work directory on the rule's temp tier
-# and sets $work.    usage: source job-work-dir.sh WORK_DIR TIER SAMPLING LOG   (after job-shell.sh)
+# and sets $work.    usage: source job-work-dir.sh WORK_DIR TIER LOG   (after job-shell.sh)
 # Rules do not write this line themselves: tiers.smk's work_dir_setup(rule) makes it (the
-# directory's name, quoted for the job's shell; SAMPLING `sample` or `off`, the config's
-# storage.monitor), and the rule's shell starts with `{params.work_dir_setup} {log:q}`.
+# directory's name, quoted for the job's shell), and the rule's shell starts with
+# `{params.work_dir_setup} {log:q}`.
 #
-# With SAMPLING `sample`, the directory's size is measured (du) while the job runs, at least 2 s
+# With $GENOMON_SMK_STORAGE_MONITOR 1 (the config's storage.monitor, which tiers.smk exports;
+# unset: 1), the directory's size is measured (du) while the job runs, at least 2 s
 # and 20 times the last du's duration apart (at most about 5% of the job's time, however many
 # files it holds); at exit its peak is appended to the job's LOG as a "genomon-smk tier-use"
 # line (the Snakemake process cannot see the node-local disks of other nodes, so each job
@@ -14,8 +15,7 @@
 # directory.
 work="$1"
 work_tier="$2"
-work_sampling="$3"
-work_log="$4"
+work_log="$3"
 rm -rf "$work" "$work.sizes"
 mkdir -p "$work"
 # matplotlib (the timeline, the mutation summary) would write its font cache to $HOME.
@@ -23,7 +23,7 @@ export MPLCONFIGDIR="$work/.matplotlib"
 work_sampler=""
 # The sampler stops by itself when this shell is gone ($$ is the job's shell in the subshell too);
 # its output goes nowhere, so nobody waits for it to close the job's stdout.
-if [ "$work_sampling" = sample ]; then
+if [ "${GENOMON_SMK_STORAGE_MONITOR:-1}" = 1 ]; then
     (while kill -0 $$ 2>/dev/null; do
         began=$(date +%s%N)
         du -sb "$work" 2>/dev/null | cut -f1 >>"$work.sizes" || true

@@ -83,7 +83,7 @@ STORAGE_MONITOR = (
 TIER_MONITOR = TierMonitor(dict(TIER_PATHS), enabled=STORAGE_MONITOR)
 # For job-work-dir.sh in every job's shell (each job's own Snakemake sets it from the same config).
 # Not a param: turning the monitor on or off must not rerun the jobs.
-os.environ["GENOMON_SMK_STORAGE_MONITOR"] = "1" if STORAGE_MONITOR else "0"
+os.environ.update(GENOMON_SMK_STORAGE_MONITOR="1" if STORAGE_MONITOR else "0")
 # Names the job work directories of this output directory apart from other runs on a tier.
 RUN_KEY = hashlib.md5(OUTPUT_DIR.encode()).hexdigest()[:8]
 

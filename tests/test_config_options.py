@@ -182,3 +182,16 @@ def test_a_bad_tool_option_stops_the_plan_with_its_file_and_line(tmp_path, testd
     line = next(n for n, text in enumerate(Path(config).read_text().splitlines(), 1) if "--neighbour" in text)
     assert f"config.yaml:{line}: key 'indel_filter.params': " in str(refused.value)
     assert "unrecognized arguments: --neighbour 5" in str(refused.value)
+
+
+def test_a_key_set_twice_in_a_config_file_is_refused_with_both_lines(tmp_path):
+    """YAML keeps the last of two `split:` blocks silently; the check names both."""
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text("reference: ref.fa\nsplit:\n  chunks: 3\nsplit:\n  chunks: 5\n"
+                           "paplot:\n  include_unpair: true\n  include_unpair: false\n")
+    problems = config_problems(yaml.safe_load(config_file.read_text()), SCHEMA, [str(config_file)])
+    assert problems == [
+        f"{config_file}:4: key 'split': set twice (first on line 2): only this one would count; merge the two",
+        f"{config_file}:8: key 'paplot.include_unpair': set twice (first on line 7): only this one would count;"
+        " merge the two",
+    ]

@@ -307,6 +307,17 @@ def test_background_tables_are_seeded_distributions(genome, tmp_path):
     assert ind.min() > 0.2
 
 
+def test_an_annotation_of_another_genome_stops_the_background_with_a_message_naming_it(genome, tmp_path):
+    """Not a traceback from deep in the draw: the file, the reference's chromosomes, the key."""
+    other = tmp_path / "other.gtf"
+    other.write_text('chrZ\tsrc\texon\t1\t500\t.\t+\t.\tgene_id "g"; transcript_id "t";\n')
+    with pytest.raises(SystemExit) as stop:
+        pm.main(["background", "-r", genome["fasta"], "-a", str(other), "-o", str(tmp_path / "bg")])
+    assert f"the annotation {other} has no exon on the reference's chromosomes (1, 2)" in str(stop.value)
+    assert "set pmsignature.annotation" in str(stop.value)
+    assert not (tmp_path / "bg").exists()
+
+
 # ----------------------------------------------------------------------------- JSON and CLI
 
 def write_cohort(genome, path, n_samples=5, per_sample=60, seed=0):

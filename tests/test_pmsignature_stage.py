@@ -44,6 +44,19 @@ def test_one_job_per_k_of_each_enabled_mode_when_a_drawn_table_has_tumors(tmp_pa
     assert planned(tmp_path, pmsignature_ind__enable=False)[0].background is None
 
 
+def test_an_enabled_stage_that_fits_no_tumor_is_warned_about():
+    """Genomon skips the stage silently when paplot draws none of the cohort's cases."""
+    config = copy.deepcopy(CONFIG)
+    config["paplot"] = {"include_unpanel": False, "include_unpair": False}
+    warning = plan.skipped_warning(config, ["pair", "unpair"])
+    assert warning and "pmsignature_ind enabled, but no tumor's mutations are fitted" in warning
+    assert "pair, unpair" in warning and "include_unpanel: False" in warning
+    assert plan.skipped_warning(config, ["pair_controlpanel"]) is None  # drawn: it runs
+    assert plan.skipped_warning(config, []) is None  # no tumor at all: nothing to say
+    config["pmsignature_ind"]["enable"] = False
+    assert plan.skipped_warning(config, ["pair"]) is None
+
+
 def test_the_background_is_keyed_by_reference_annotation_seed_and_draw(tmp_path):
     (tmp_path / "genes.gtf").write_text("")
     first, _ = planned(tmp_path)

@@ -156,7 +156,10 @@ def test_mutation_positions_for_pmsignature_as_genomon_cuts_them(tmp_path):
     first.write_text("#meta: x\nid\tChr\tStart\tEnd\tRef\tAlt\tmisRate_tumor\n"
                      "t1\t1\t100\t100\tC\tA\t0.3\nt1\tMT\t5\t5\tA\tG\t0.1\nt1\tchrX\t7\t7\t-\tT\t0.2\n")
     second.write_text("id\tChr\tStart\tEnd\tRef\tAlt\n"
-                      "t2\tchr2\t9\t9\tG\tT\nt2\tGL000192.1\t3\t3\tA\tC\nt2\tChr3\t11\t12\tAC\t-\n")
+                      "t2\tchr2\t9\t9\tG\tT\nt2\tGL000192.1\t3\t3\tA\tC\nt2\tChr3\t11\t12\tAC\t-\n"
+                      # unplaced, random and alt contigs whose names start like a chromosome's
+                      "t2\tchr1_gl000191_random\t4\t4\tA\tC\nt2\tchr6_GL000250v2_alt\t5\t5\tA\tC\n"
+                      "t2\t1_decoy\t6\t6\tA\tC\n")
     empty.write_text("")
     out = tmp_path / "mutation.cut.txt"
     assert post_analysis.mutation_positions([str(first), str(empty), str(second)], str(out)) == 4

@@ -292,9 +292,10 @@ CHUNKS = [chunk_name(i) for i in range(config["split"]["chunks"])]
 
 # Genomon's pmsignature stages (rules/pmsignature.smk): K per mode, annotation, and the
 # background, a set-up build (resources_dir/pmsignature/).
+PMSIGNATURE_CASES = [case_of(pair.normal, pair.panel) for pair in PAIRS.values()]
 PMSIGNATURE = pmsignature_plan.plan_pmsignature(
     config,
-    [case_of(pair.normal, pair.panel) for pair in PAIRS.values()],
+    PMSIGNATURE_CASES,
     REFERENCE_PLAN,
     RESOURCES_DIR,
     config_path,

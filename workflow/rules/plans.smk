@@ -234,6 +234,11 @@ def sv_annotation_warnings():
     return [f"warning: {key_problem(('sv_filt', 'grc'), problem, CONFIG_FILES)}"]
 
 
+def pmsignature_warnings():
+    warning = pmsignature_plan.skipped_warning(config, PMSIGNATURE_CASES)
+    return [warning] if warning else []
+
+
 # Printed now and repeated at the end of the run (rules/console.smk), where they are not scrolled away.
 PLAN_WARNINGS = (
     panel_warnings()
@@ -243,6 +248,7 @@ PLAN_WARNINGS = (
         + panel_normal_warnings(COHORT)
         + pjm_storage_warnings()
         + sv_annotation_warnings()
+        + pmsignature_warnings()
     ]
     if workflow.is_main_process
     else []

@@ -38,6 +38,32 @@ def key_lines(path: str) -> dict[tuple[str, ...], int]:
     return lines
 
 
+def duplicate_keys(path: str) -> list[str]:
+    """`FILE:LINE: key 'a.b': set twice ...` for each mapping key a YAML file repeats: YAML keeps
+    the last one silently, dropping the whole first block (its other keys too)."""
+    with open(path) as handle:
+        root = yaml.compose(handle)
+    problems: list[str] = []
+
+    def walk(node, prefix: tuple[str, ...]) -> None:
+        if not isinstance(node, yaml.MappingNode):
+            return
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            name, line = str(key.value), key.start_mark.line + 1
+            if name in seen:
+                problems.append(
+                    f"{path}:{line}: key '{'.'.join(prefix + (name,))}': set twice (first on line {seen[name]}):"
+                    " only this one would count; merge the two"
+                )
+            seen.setdefault(name, line)
+            walk(value, prefix + (name,))
+
+    if root is not None:
+        walk(root, ())
+    return problems
+
+
 def describe(error: jsonschema.ValidationError) -> tuple[tuple[str, ...], str]:
     """(path of the offending key, message) for one schema error."""
     path = tuple(str(part) for part in error.absolute_path)
@@ -108,7 +134,9 @@ def config_problems(config: dict, schema: dict, config_files: list[str]) -> list
         for path in option_keys(schema)
         if (problem := option_problem(value_at(config, path)))
     ]
-    return [key_problem(path, message, config_files, lines) for path, message in problems]
+    return [key_problem(path, message, config_files, lines) for path, message in problems] + [
+        problem for name in config_files for problem in duplicate_keys(name)
+    ]
 
 
 def key_problem(path: tuple[str, ...], message: str, config_files: list[str], lines=None) -> str:

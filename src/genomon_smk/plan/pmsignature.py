@@ -77,6 +77,20 @@ def background_directory(reference: ReferencePlan, annotation: str, seed: int, p
     return f"{resources_dir}/pmsignature/{stem(reference.sources[0])}-{digest.hexdigest()[:12]}"
 
 
+def skipped_warning(config: dict, cases: list[str]) -> str | None:
+    """A warning when an enabled mode runs for no tumor because paplot draws none of the cohort's
+    cases (Genomon skips it silently), or None."""
+    enabled = [f"pmsignature_{mode}" for mode in MODES if config[f"pmsignature_{mode}"]["enable"]]
+    if not enabled or not cases or set(cases) & drawn_cases(config["paplot"]):
+        return None
+    return (
+        f"genomon-smk: warning: {' and '.join(enabled)} enabled, but no tumor's mutations are fitted:"
+        f" pmsignature reads the tables paplot draws, and this cohort's tumors are"
+        f" {', '.join(sorted(set(cases)))}, which paplot.include_unpanel: {config['paplot']['include_unpanel']}"
+        f" and include_unpair: {config['paplot']['include_unpair']} leave out"
+    )
+
+
 def plan_pmsignature(config: dict, cases: list[str], reference: ReferencePlan, resources_dir: str,
                      resolve_path) -> Plan:
     """The stages of this cohort (`cases`: each mutation-call tumor's post-analysis case): a mode

@@ -213,7 +213,9 @@ def complete_interval_list(
     left_out = [(contig, length) for contig, length in contigs if contig not in where]
     if left_out:
         derived = [list(region.intervals) for region in derive_regions(left_out, max_length, pack_bp)[:-1]]
-        notes.append(f"{len(left_out)} contigs in no interval (e.g. {left_out[0][0]}): {len(derived)} regions of their own")
+        contigs_word = "contig" if len(left_out) == 1 else "contigs"
+        regions_word = "a region" if len(derived) == 1 else f"{len(derived)} regions"
+        notes.append(f"{len(left_out)} {contigs_word} in no interval (e.g. {left_out[0][0]}): {regions_word} of their own")
         groups.extend(derived)
     return groups, notes
 

@@ -114,6 +114,8 @@ def summary(
             f"  {len(pairs)} pair(s): mutation/<tumor>/<tumor>.genomon_mutation.result.filt.txt"
             + (", sv/<tumor>/<tumor>.genomonSV.result.filt.txt" if any(p.sv_filtered for p in pairs) else "")
         )
+    if not dry_run:  # what this run made (a run of some targets may not have made the report)
+        places = {label: place for label, place in places.items() if not os.path.isabs(place) or os.path.exists(place)}
     width = max((len(label) for label in places), default=0)
     lines += [f"  {label + ':':<{width + 1}} {relative(place, output_dir)}" for label, place in places.items()]
     if warnings:

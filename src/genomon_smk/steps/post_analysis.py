@@ -27,6 +27,7 @@ import sys
 from dataclasses import dataclass
 
 from genomon_smk.steps import exit_status
+from genomon_smk.tools.pmsignature import PRIMARY_CONTIG
 
 # Genomon's four cases, in its order: (name, matched normal, control panel).
 CASES = (
@@ -259,9 +260,11 @@ def write_qc(samples: list[tuple[str, str, str]], out_path: str) -> int:
 # --- pmsignature's input
 
 
-# Genomon's pre_pmsignature keeps chromosomes 1-22, X and Y (an optional chr/Chr, then a digit, X
-# or Y): mitochondria, decoys and viruses are left out.
-PRIMARY_CHROMOSOME = re.compile(r"^(?:chr|Chr)?[0-9XY]")
+# Chromosomes 1-22, X and Y (an optional chr/Chr): mitochondria, decoys, viruses and the unplaced,
+# random and alt contigs are left out, as pmsignature's background leaves them out. Deliberate
+# difference from upstream Genomon: its pre_pmsignature matches the name's start only, so
+# chr1_gl000191_random or hg38's chr6_GL000250v2_alt were kept.
+PRIMARY_CHROMOSOME = PRIMARY_CONTIG
 CUT_COLUMNS = (ID, "Chr", "Start", "Ref", "Alt")
 
 

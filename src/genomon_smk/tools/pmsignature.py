@@ -853,10 +853,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_background(args) -> int:
     import pysam
+    annotation = resolve_annotation(args.annotation)
     with pysam.FastaFile(args.reference) as fasta:
-        exons = read_annotation(resolve_annotation(args.annotation),
-                                contig_resolver(fasta.references), "exon")
-        tables = build_background(fasta, exons, args.positions, args.seed)
+        exons = read_annotation(annotation, contig_resolver(fasta.references), "exon")
+        primary = [c for c in fasta.references if PRIMARY_CONTIG.match(c)]
+        if not set(exons.contigs) & set(primary):
+            raise SystemExit(
+                f"pmsignature background: the annotation {annotation} has no exon on the reference's "
+                f"chromosomes ({', '.join(primary[:5]) or 'none named 1-22, X or Y'}"
+                f"{', ...' if len(primary) > 5 else ''}): it must be a UCSC genePred table or a GTF of "
+                "this reference (contig names with or without chr); set pmsignature.annotation")
+        try:
+            tables = build_background(fasta, exons, args.positions, args.seed)
+        except ValueError as error:
+            raise SystemExit(f"pmsignature background ({annotation}): {error}") from None
     os.makedirs(args.output_dir, exist_ok=True)
     for mode, table in tables.items():
         write_background(table, mode, os.path.join(args.output_dir, mode.table_name))

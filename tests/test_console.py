@@ -98,3 +98,17 @@ def test_a_failed_run_ends_with_each_failed_job_and_its_logs_and_how_to_go_on(tm
     assert lines[2] == "  markdup #9: no log"
     assert "run the same command again" in lines[3]
     assert lines[-1] == "  job logs: logs"
+
+
+def test_an_empty_pmsignature_result_is_named_at_the_end_of_the_run(tmp_path):
+    out = tmp_path / "out"
+    (out / "pmsignature" / "c").mkdir(parents=True)
+    empty = out / "pmsignature" / "c" / "pmsignature.ind.result.2.json"
+    empty.write_text('{"id":[],"ref":[],"alt":[],"strand":[],"mutation":[]}')
+    fitted = out / "pmsignature" / "c" / "pmsignature.ind.result.3.json"
+    fitted.write_text('{"id":["t1"],"ref":[],"alt":[],"strand":[],"mutation":[]}')
+    paths = (str(empty), str(fitted), str(out / "pmsignature" / "c" / "missing.json"))
+    text = summary(str(out), [], {}, [], dry_run=False, signatures=paths).splitlines()
+    assert text[-2:] == ["genomon-smk: 1 pmsignature result(s) empty, too few mutations for their K (the job logs"
+                         " say how many were left):", "  pmsignature/c/pmsignature.ind.result.2.json"]
+    assert "result(s) empty" not in summary(str(out), [], {}, [], dry_run=True, signatures=paths)

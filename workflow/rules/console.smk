@@ -26,6 +26,7 @@ SUMMARY_PLACES = {
     **({"MultiQC": rules.multiqc.output.report} if QC_SAMPLES else {}),
     # The cohort's post-analysis tables and their paplot report.
     **({"tables": POST_ANALYSIS_DIR} if POST_ANALYSIS_TARGETS else {}),
+    **({"signatures": PMSIGNATURE_DIR} if PMSIGNATURE.ks else {}),
     **({"paplot": rules.paplot.output.index} if PAPLOT_TARGETS else {}),
     "timeline": rules.utilisation_timeline.output.png,
     "report": "add --report report.html to this command",
@@ -36,7 +37,18 @@ SUMMARY_PLACES = {
 def print_run_summary(dry_run):
     """Through Snakemake's logger: after its last lines, on its stream (stdout in a dry run)."""
     SNAKEMAKE_LOGGER.info(
-        summary(OUTPUT_DIR, SUMMARY_PAIRS, SUMMARY_PLACES, PLAN_WARNINGS, dry_run)
+        summary(
+            OUTPUT_DIR,
+            SUMMARY_PAIRS,
+            SUMMARY_PLACES,
+            PLAN_WARNINGS,
+            dry_run,
+            tuple(
+                pmsignature_result(mode, k)
+                for mode, signums in PMSIGNATURE.ks.items()
+                for k in signums
+            ),
+        )
     )
 
 

@@ -11,6 +11,7 @@ it cannot read is shown as such).
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 
@@ -95,14 +96,33 @@ def empty_after_warning(kept_calls: dict[str, int | None], warnings: list[PlanWa
     ]
 
 
+def empty_signature_results(paths: list[str], output_dir: str) -> list[str]:
+    """A line per pmsignature result this run left empty (Genomon's empty JSON: too few mutations
+    for its K), which the job only logs."""
+    empty = []
+    for path in paths:
+        try:
+            with open(path) as handle:
+                if json.load(handle).get("id") == []:
+                    empty.append(relative(path, output_dir))
+        except (OSError, ValueError):
+            continue  # not made by this run, or unreadable: not this summary's to judge
+    if not empty:
+        return []
+    return [f"genomon-smk: {len(empty)} pmsignature result(s) empty, too few mutations for their K"
+            " (the job logs say how many were left):"] + [f"  {path}" for path in empty]
+
+
 def summary(
     output_dir: str,
     pairs: list[PairFiles],
     places: dict[str, str],
     warnings: list[PlanWarning],
     dry_run: bool,
+    signatures: tuple[str, ...] = (),
 ) -> str:
-    """The closing lines. places: what else to point at (label -> path or command), in order."""
+    """The closing lines. places: what else to point at (label -> path or command), in order;
+    signatures: the pmsignature results (JSON) of the run."""
     head = "will be written to" if dry_run else "are in"
     lines = [f"genomon-smk: the results {head} {output_dir}"]
     # Each filtered result read once: for the table and for the pairs left empty.
@@ -122,6 +142,8 @@ def summary(
         lines.append(f"genomon-smk: {len(warnings)} warning(s) of the plan, repeated:")
         lines += [f"  {line}" for warning in warnings for line in warning.text.splitlines()]
     lines += empty_after_warning(kept_calls, warnings)
+    if not dry_run:
+        lines += empty_signature_results(list(signatures), output_dir)
     return "\n".join(lines)
 
 

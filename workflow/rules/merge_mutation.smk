@@ -9,6 +9,20 @@ MUTATION_SUMMARY_PREFIX = (
 )
 
 
+def tool_versions(wildcards):
+    """The meta line's tool versions (each tool's --version line) as merge_mutation's option:
+    genomon-smk's own tools by name (known without starting them), upstream's as commands.
+    """
+    names = [
+        name
+        for name in ("fisher", "mutfilter", "EBFilter", "mutil")
+        if name != "EBFilter" or PAIRS[wildcards.tumor].panel
+    ]
+    if config["mutation_tools"] == "builtin":
+        return "--builtin-version-of " + " ".join(names)
+    return "--version-of " + " ".join(shlex.quote(TOOLS[name]) for name in names)
+
+
 rule merge_mutation:
     input:
         regions=lambda wildcards: expand(
@@ -38,11 +52,7 @@ rule merge_mutation:
             )
             if on
         ),
-        versions=lambda wildcards: " ".join(
-            shlex.quote(TOOLS[name])
-            for name in ("fisher", "mutfilter", "EBFilter", "mutil")
-            if name != "EBFilter" or PAIRS[wildcards.tumor].panel
-        ),
+        versions=tool_versions,
         work_dir_setup=work_dir_setup("merge_mutation"),
     shell:
         """
@@ -50,7 +60,7 @@ rule merge_mutation:
             {params.work_dir_setup} {log:q}
             printf '%s\\n' {input.regions:q} >"$work/regions.txt"
             {params.python} -m genomon_smk.steps.merge_mutation result --out {output.result:q} {params.shape} \
-                --version-of {params.versions} --regions-file "$work/regions.txt"
+                {params.versions} --regions-file "$work/regions.txt"
         ) >{log:q} 2>&1
         """
 

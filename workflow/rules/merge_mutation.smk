@@ -9,20 +9,6 @@ MUTATION_SUMMARY_PREFIX = (
 )
 
 
-def tool_versions(wildcards):
-    """The meta line's tool versions (each tool's --version line) as merge_mutation's option:
-    genomon-smk's own tools by name (known without starting them), upstream's as commands.
-    """
-    names = [
-        name
-        for name in ("fisher", "mutfilter", "EBFilter", "mutil")
-        if name != "EBFilter" or PAIRS[wildcards.tumor].panel
-    ]
-    if config["mutation_tools"] == "builtin":
-        return "--builtin-version-of " + " ".join(names)
-    return "--version-of " + " ".join(shlex.quote(TOOLS[name]) for name in names)
-
-
 rule merge_mutation:
     input:
         regions=lambda wildcards: expand(

@@ -37,7 +37,8 @@ with open(output, "w") as out:
 def tools(tmp_path):
     script = tmp_path / "stand_in.py"
     script.write_text(STAND_IN)
-    return script, [f"{name}={sys.executable} {script} {name}" for name in ("fisher", "mutfilter", "EBFilter")]
+    return script, ["--tools", "upstream", "--upstream",
+                    *(f"{name}={sys.executable} {script} {name}" for name in ("fisher", "mutfilter", "EBFilter"))]
 
 
 def identify(tmp_path, tools, *extra):
@@ -46,7 +47,7 @@ def identify(tmp_path, tools, *extra):
     result = subprocess.run(
         [sys.executable, "-m", "genomon_smk.steps.identify_mutations", "--tumor", "t.bam", "--reference", "ref.fa",
          "--intervals", "chr1:1-100,chr2:1-50", "--work-dir", str(tmp_path / "work"), "--output", str(output),
-         "--tools", *commands, "--fisher-options=--min_depth 8 --base_quality 15", "--eb-options=-q 20 -Q 15",
+         *commands, "--fisher-options=--min_depth 8 --base_quality 15", "--eb-options=-q 20 -Q 15",
          *extra], capture_output=True, text=True)
     calls = [line.split() for line in script.with_name("stand_in.py.calls").read_text().splitlines()]
     return result, output, calls
@@ -91,32 +92,41 @@ def test_a_failing_tool_fails_the_job_and_leaves_no_result(tmp_path, tools):
 
 
 def test_an_empty_panel_argument_means_no_panel():
-    chain = driver.Chain(tumor="t", reference="r", region_file="x", work="w", tools={"fisher": ["f"],
-                         "mutfilter": ["m"], "EBFilter": ["e"]}, panel=())
-    assert [command[0] for command in driver.commands(chain)] == ["f", "m"]
+    chain = driver.Chain(tumor="t", reference="r", region_file="x", work="w", panel=())
+    assert [step.name for step in driver.steps(chain)] == [
+        "fisher", "realignment", "no simple-repeat database: --- in its columns"]
+    assert chain.result == "w/annotated.txt"
 
 
-def test_own_tools_run_in_this_process_and_upstream_ones_as_commands(tmp_path, capsys):
-    own = [sys.executable, "-m", "genomon_smk.tools.mutfilter", "simplerepeat", "-t", "in.txt", "-S", "db.gz"]
-    main, argv = driver.own_tool(own)
-    assert main.__module__ == "genomon_smk.tools.mutfilter.cli" and argv == own[3:]
-    in_conda = ["env", "PYTHONPATH=src", "python", "-m", "genomon_smk.tools.ebfilter", "-f", "anno"]
-    assert driver.own_tool(in_conda)[0].__module__ == "genomon_smk.tools.ebfilter"
-    assert driver.own_tool(["/opt/genomon/bin/mutfilter", "simplerepeat", "-m", "x"]) is None
-    # A failing tool fails as its command would, with its message in the job's log.
-    missing = tmp_path / "missing.txt"
-    with pytest.raises(subprocess.CalledProcessError) as failure:
-        driver.execute([*own[:4], "-t", str(missing), "-S", str(tmp_path / "db.gz"), "-o", str(tmp_path / "out.txt")])
-    assert failure.value.returncode == 1 and str(missing) in capsys.readouterr().err
-    with pytest.raises(subprocess.CalledProcessError) as failure:
-        driver.execute([sys.executable, "-m", "genomon_smk.tools.ebfilter", "-f", "anno", str(missing), "t.bam",
-                        "list.txt", "out.txt"])
-    assert failure.value.returncode == 1 and "no such target file" in capsys.readouterr().err
+def test_builtin_tools_run_in_this_process(tmp_path, capsys):
+    """`--tools builtin` runs each step's tool as genomon-smk's own main(argv) in the driver's
+    process (their messages land in this process's stderr); a failure fails as its command would."""
+    missing = str(tmp_path / "missing.txt")
+    builtin = driver.Tools("builtin")
+    simplerepeat = driver.Step("simplerepeat", "mutfilter", ("simplerepeat", "-t", missing, "-S",
+                                                           str(tmp_path / "db.gz"), "-o", str(tmp_path / "out.txt")))
+    with pytest.raises(driver.ToolFailed) as failure:
+        builtin.run(simplerepeat)
+    assert failure.value.status == 1 and missing in capsys.readouterr().err
+    with pytest.raises(driver.ToolFailed) as failure:
+        builtin.run(driver.Step("EBFilter", "EBFilter", ("-f", "anno", missing, "t.bam", "list.txt", "out.txt")))
+    assert failure.value.status == 1 and "no such target file" in capsys.readouterr().err
+    assert set(driver.BUILTIN_MAINS) >= {step.tool for step in driver.steps(driver.Chain(
+        tumor="t", normal="n", panel=("p",), reference="r", region_file="x", work="w", simple_repeat_db="s",
+        hotspot_db="h"))}
+
+
+def test_an_upstream_tool_missing_from_path_fails_the_job(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(driver.ToolFailed) as failure:
+        driver.Tools("upstream").run(driver.Step("fisher", "fisher", ("comparison",)))
+    assert failure.value.status == 127 and "fisher" in capsys.readouterr().err
 
 
 def test_the_hotspot_call_runs_after_fisher_on_the_regions_database_rows_and_merges_into_its_rows(tmp_path, tools):
     script, commands = tools
-    commands += [f"hotspotCall={sys.executable} {script} hotspotCall", f"mutil={sys.executable} -m genomon_smk.tools.mutil"]
+    commands = [*commands, f"hotspotCall={sys.executable} {script} hotspotCall",
+                f"mutil={sys.executable} -m genomon_smk.tools.mutil"]
     database = tmp_path / "hotspot.txt"
     database.write_text("chr3\t5\t5\tA\tC\tout\nchr2\t40\t40\tC\tT\tin\nchr1\t500\t500\tG\tA\tout\n"
                         "# a comment\nchr1\t15\t15\tA\tG\tin\nchr1\t10\t10\tA\tT\tin\n")

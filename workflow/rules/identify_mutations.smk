@@ -53,7 +53,13 @@ rule identify_mutations:
         simple_repeat_db=lambda wildcards, input: (
             input.simple_repeat[0] if input.simple_repeat else ""
         ),
-        tools=[f"{name}={command}" for name, command in TOOLS.items()],
+        tools=config["mutation_tools"],
+        # upstream's commands, as found on PATH when the workflow was planned
+        upstream=[
+            f"{name}={command}"
+            for name, command in TOOLS.items()
+            if config["mutation_tools"] == "upstream"
+        ],
         work_dir_setup=work_dir_setup("identify_mutations"),
         cache=TIER_PATHS["cache"],
         staging=config["storage"]["reference_staging"],
@@ -67,7 +73,7 @@ rule identify_mutations:
                 --normal={params.normal:q} --panel {params.panel:q} --reference "$reference" \
                 --intervals {params.intervals:q} --simple-repeat-db={params.simple_repeat_db:q} \
                 --hotspot-db={params.hotspot_db:q} --hotspot-options={params.hotspot:q} \
-                --work-dir "$work" --output {output:q} --tools {params.tools:q} \
+                --work-dir "$work" --output {output:q} --tools {params.tools} --upstream {params.upstream:q} \
                 --fisher-options={params.fisher:q} --realignment-options={params.realignment:q} \
                 --indel-options={params.indel:q} --breakpoint-options={params.breakpoint:q} \
                 --eb-options={params.eb:q}

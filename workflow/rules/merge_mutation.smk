@@ -38,11 +38,7 @@ rule merge_mutation:
             )
             if on
         ),
-        versions=lambda wildcards: " ".join(
-            shlex.quote(TOOLS[name])
-            for name in ("fisher", "mutfilter", "EBFilter", "mutil")
-            if name != "EBFilter" or PAIRS[wildcards.tumor].panel
-        ),
+        versions=tool_versions,
         work_dir_setup=work_dir_setup("merge_mutation"),
     shell:
         """
@@ -50,7 +46,7 @@ rule merge_mutation:
             {params.work_dir_setup} {log:q}
             printf '%s\\n' {input.regions:q} >"$work/regions.txt"
             {params.python} -m genomon_smk.steps.merge_mutation result --out {output.result:q} {params.shape} \
-                --version-of {params.versions} --regions-file "$work/regions.txt"
+                {params.versions} --regions-file "$work/regions.txt"
         ) >{log:q} 2>&1
         """
 

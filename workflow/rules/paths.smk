@@ -129,6 +129,20 @@ def mutation_tools():
 TOOLS = mutation_tools()
 
 
+def tool_versions(wildcards):
+    """The meta line's tool versions (each tool's --version line) as merge_mutation's option:
+    genomon-smk's own tools by name (known without starting them), upstream's as commands.
+    """
+    names = [
+        name
+        for name in ("fisher", "mutfilter", "EBFilter", "mutil")
+        if name != "EBFilter" or PAIRS[wildcards.tumor].panel
+    ]
+    if config["mutation_tools"] == "builtin":
+        return "--builtin-version-of " + " ".join(names)
+    return "--version-of " + " ".join(shlex.quote(TOOLS[name]) for name in names)
+
+
 def pair_bams(tumor):
     """BAM inputs of a pair's mutation jobs: tumor, normal (if any) and panel members."""
     pair = PAIRS[tumor]

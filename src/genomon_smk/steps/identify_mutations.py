@@ -6,11 +6,14 @@ tumor only: fisher single -> mutfilter realignment -> simplerepeat -> EBFilter
 
 hotspotCall only with a hotspot database (on the database's rows in the region: Genomon's
 per-interval `<db>.<i>` file), simplerepeat only with a simple-repeat database (otherwise its two
-columns are `---`), EBFilter only with a control panel. Each tool is a command line (genomon-smk's own or upstream's), run
-with its Genomon options; the header-less "anno" tables pass through files in a work directory,
-and the result is moved into place only when every step succeeded. genomon-smk's own tools run
-in this process (the same code as their command lines: each process would import pysam, numpy
-and scipy again, about a second of a job's CPU); upstream's run as commands.
+columns are `---`), EBFilter only with a control panel. `steps()` is the chain as one ordered
+list of steps, each a Genomon tool's arguments (with its Genomon options) or the driver's own
+work; the header-less "anno" tables pass through files in a work directory, and the result is
+moved into place only when every step succeeded. The tool choice (`--tools builtin` or
+`upstream`, the config's `mutation_tools`) says how a step's tool runs: genomon-smk's own tools
+in this process (the same code as their command lines, imported once per job: each process
+would import pysam, numpy and scipy again, about a second of a job's CPU); upstream's as
+commands (`--upstream NAME=COMMAND`, else NAME on PATH).
 
 Deliberate differences from upstream Genomon (docs/differences.md): fisher gets the region's
 intervals with ``-L`` (Genomon: ``-R`` per interval), EBFilter ``--loption`` without
@@ -31,21 +34,24 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
-from genomon_smk.plan.hotspot import write_region_db
+# The tools share this process, and numpy loads OpenBLAS once, at fisher's import: EBFilter's
+# per-site fits need it single-threaded (tools/ebfilter.py, ~13x slower per fit otherwise), and
+# its own setting would come too late.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-TOOLS = ("fisher", "mutfilter", "EBFilter")
-# The tools the hotspot call adds (with --hotspot-db).
-HOTSPOT_TOOLS = ("hotspotCall", "mutil")
+from genomon_smk.plan.hotspot import write_region_db  # noqa: E402
+
+CHOICES = ("builtin", "upstream")
+# Each Genomon tool of the chain -> the module of genomon-smk's own whose main(argv) is that tool.
+BUILTIN_MAINS = {
+    "fisher": "genomon_smk.tools.fisher",
+    "hotspotCall": "genomon_smk.tools.hotspot",
+    "mutil": "genomon_smk.tools.mutil",
+    "mutfilter": "genomon_smk.tools.mutfilter.cli",
+    "EBFilter": "genomon_smk.tools.ebfilter",
+}
 # The steps whose Genomon options the job passes on (--STEP-options).
 OPTION_STEPS = ("fisher", "hotspot", "realignment", "indel", "breakpoint", "eb")
-# `python -m MODULE` of genomon-smk's own tools -> the module whose main(argv) it runs.
-OWN_TOOL_MAINS = {
-    "genomon_smk.tools.fisher": "genomon_smk.tools.fisher",
-    "genomon_smk.tools.mutfilter": "genomon_smk.tools.mutfilter.cli",
-    "genomon_smk.tools.ebfilter": "genomon_smk.tools.ebfilter",
-    "genomon_smk.tools.hotspot": "genomon_smk.tools.hotspot",
-    "genomon_smk.tools.mutil": "genomon_smk.tools.mutil",
-}
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,6 @@ class Chain:
     reference: str
     region_file: str
     work: str
-    tools: dict[str, list[str]]
     normal: str | None = None
     panel: tuple[str, ...] = ()
     simple_repeat_db: str | None = None
@@ -67,54 +72,70 @@ class Chain:
     def path(self, name: str) -> str:
         return os.path.join(self.work, name)
 
+    @property
+    def result(self) -> str:
+        return self.path("result.txt" if self.panel else "annotated.txt")
 
-def filter_commands(chain: Chain) -> list[list[str]]:
-    """fisher and the filters that need the BAMs, ending in filtered.txt."""
-    tool, option, path = chain.tools, chain.options.get, chain.path
-    if not chain.normal:
-        return [
-            [*tool["fisher"], "single", "-1", chain.tumor, "-r", chain.reference, "-s", "samtools",
-             "-L", chain.region_file, "-o", path("fisher.txt"), *option("fisher", [])],
-            [*tool["mutfilter"], "realignment", "-t", path("fisher.txt"), "-1", chain.tumor,
-             "-r", chain.reference, "-o", path("filtered.txt"), *option("realignment", [])],
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the chain: `tool` run with `argv`, or (tool None) the driver's own `work`."""
+
+    name: str
+    tool: str | None
+    argv: tuple[str, ...] = ()
+    work: Callable[[], None] | None = None
+
+    def show(self) -> str:
+        return shlex.join([self.tool, *self.argv]) if self.tool else self.name
+
+
+def steps(chain: Chain) -> list[Step]:
+    """The chain, in order."""
+    option, path = chain.options.get, chain.path
+
+    def tool(name: str, tool: str, *argv: str, options: str | None = None) -> Step:
+        return Step(name, tool, (*argv, *option(options, [])) if options else argv)
+
+    if chain.normal:
+        calls = "fisher_hotspot.txt" if chain.hotspot_db else "fisher.txt"
+        chosen = [
+            tool("fisher", "fisher", "comparison", "-1", chain.tumor, "-2", chain.normal, "-r", chain.reference,
+                 "-s", "samtools", "-L", chain.region_file, "-o", path("fisher.txt"), options="fisher"),
         ]
-    calls = "fisher.txt"
-    hotspot = []
-    if chain.hotspot_db:
-        calls = "fisher_hotspot.txt"
-        hotspot = [
-            [*tool["hotspotCall"], *option("hotspot", []), chain.tumor, chain.normal, path("hotspot.txt"),
-             chain.hotspot_db],
-            [*tool["mutil"], "merge_hotspot", "-i", path("hotspot.txt"), "-f", path("fisher.txt"),
-             "-o", path(calls), "--hotspot_header"],
+        if chain.hotspot_db:
+            chosen += [
+                Step("hotspotCall", "hotspotCall", (*option("hotspot", []), chain.tumor, chain.normal,
+                                                    path("hotspot.txt"), chain.hotspot_db)),
+                tool("merge_hotspot", "mutil", "merge_hotspot", "-i", path("hotspot.txt"), "-f", path("fisher.txt"),
+                     "-o", path(calls), "--hotspot_header"),
+            ]
+        chosen += [
+            tool("realignment", "mutfilter", "realignment", "-t", path(calls), "-1", chain.tumor, "-2", chain.normal,
+                 "-r", chain.reference, "-o", path("realignment.txt"), options="realignment"),
+            tool("indel", "mutfilter", "indel", "-t", path("realignment.txt"), "-2", chain.normal, "-s", "samtools",
+                 "-o", path("indel.txt"), options="indel"),
+            tool("breakpoint", "mutfilter", "breakpoint", "-t", path("indel.txt"), "-2", chain.normal,
+                 "-o", path("filtered.txt"), options="breakpoint"),
         ]
-    return [
-        [*tool["fisher"], "comparison", "-1", chain.tumor, "-2", chain.normal, "-r", chain.reference,
-         "-s", "samtools", "-L", chain.region_file, "-o", path("fisher.txt"), *option("fisher", [])],
-        *hotspot,
-        [*tool["mutfilter"], "realignment", "-t", path(calls), "-1", chain.tumor, "-2", chain.normal,
-         "-r", chain.reference, "-o", path("realignment.txt"), *option("realignment", [])],
-        [*tool["mutfilter"], "indel", "-t", path("realignment.txt"), "-2", chain.normal, "-s", "samtools",
-         "-o", path("indel.txt"), *option("indel", [])],
-        [*tool["mutfilter"], "breakpoint", "-t", path("indel.txt"), "-2", chain.normal,
-         "-o", path("filtered.txt"), *option("breakpoint", [])],
-    ]
-
-
-def simple_repeat_command(chain: Chain) -> list[str]:
-    return [*chain.tools["mutfilter"], "simplerepeat", "-t", chain.path("filtered.txt"),
-            "-S", chain.simple_repeat_db, "-o", chain.path("annotated.txt")]
-
-
-def ebfilter_command(chain: Chain) -> list[str]:
-    return [*chain.tools["EBFilter"], "-f", "anno", "--loption", *chain.options.get("eb", []),
-            chain.path("annotated.txt"), chain.tumor, chain.path("panel.txt"), chain.path("result.txt")]
-
-
-def commands(chain: Chain) -> list[list[str]]:
-    """Every tool command line of the chain, in order."""
-    return (filter_commands(chain) + ([simple_repeat_command(chain)] if chain.simple_repeat_db else [])
-            + ([ebfilter_command(chain)] if chain.panel else []))
+    else:
+        chosen = [
+            tool("fisher", "fisher", "single", "-1", chain.tumor, "-r", chain.reference, "-s", "samtools",
+                 "-L", chain.region_file, "-o", path("fisher.txt"), options="fisher"),
+            tool("realignment", "mutfilter", "realignment", "-t", path("fisher.txt"), "-1", chain.tumor,
+                 "-r", chain.reference, "-o", path("filtered.txt"), options="realignment"),
+        ]
+    if chain.simple_repeat_db:
+        chosen.append(tool("simplerepeat", "mutfilter", "simplerepeat", "-t", path("filtered.txt"),
+                           "-S", chain.simple_repeat_db, "-o", path("annotated.txt")))
+    else:
+        chosen.append(Step("no simple-repeat database: --- in its columns", None,
+                           work=lambda: without_simple_repeats(path("filtered.txt"), path("annotated.txt"))))
+    if chain.panel:
+        chosen.append(Step("EBFilter", "EBFilter", ("-f", "anno", "--loption", *option("eb", []),
+                                                    path("annotated.txt"), chain.tumor, path("panel.txt"),
+                                                    path("result.txt"))))
+    return chosen
 
 
 def without_simple_repeats(source: str, destination: str) -> None:
@@ -124,12 +145,37 @@ def without_simple_repeats(source: str, destination: str) -> None:
             out.write(row.rstrip("\n") + "\t---\t---\n")
 
 
-def own_tool(command: list[str]) -> tuple[Callable[[list[str]], int], list[str]] | None:
-    """(main, argv) when the command is `... python -m <one of genomon-smk's tools> ARGS`."""
-    for index, token in enumerate(command[:-1]):
-        if token == "-m" and command[index + 1] in OWN_TOOL_MAINS:
-            return importlib.import_module(OWN_TOOL_MAINS[command[index + 1]]).main, command[index + 2 :]
-    return None
+class ToolFailed(Exception):
+    def __init__(self, step: Step, status: int):
+        super().__init__(f"{step.show()} failed with exit status {status}")
+        self.step, self.status = step, status
+
+
+@dataclass(frozen=True)
+class Tools:
+    """How the chain's tools run: `builtin`, genomon-smk's own in this process; `upstream`,
+    Genomon's commands (`commands` NAME -> command words; default NAME, found on PATH)."""
+
+    choice: str = "builtin"
+    commands: dict[str, list[str]] = field(default_factory=dict)
+
+    def run(self, step: Step) -> None:
+        print("+", step.show(), file=sys.stderr, flush=True)
+        if step.tool is None:
+            step.work()
+            return
+        if self.choice == "builtin":
+            status = run_in_process(importlib.import_module(BUILTIN_MAINS[step.tool]).main, list(step.argv))
+            sys.stdout.flush()
+            sys.stderr.flush()
+        else:
+            try:
+                status = subprocess.run([*self.commands.get(step.tool, [step.tool]), *step.argv]).returncode
+            except FileNotFoundError as missing:
+                print(missing, file=sys.stderr)
+                status = 127
+        if status:
+            raise ToolFailed(step, status)
 
 
 def run_in_process(main: Callable[[list[str]], int], argv: list[str]) -> int:
@@ -146,35 +192,15 @@ def run_in_process(main: Callable[[list[str]], int], argv: list[str]) -> int:
         return exit.code or 0
 
 
-def execute(command: list[str]) -> None:
-    print("+", shlex.join(command), file=sys.stderr, flush=True)
-    tool = own_tool(command)
-    if tool is None:
-        subprocess.run(command, check=True)
-        return
-    status = run_in_process(*tool)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    if status:
-        raise subprocess.CalledProcessError(status, command)
-
-
-def run(chain: Chain, output: str) -> None:
+def run(chain: Chain, output: str, tools: Tools) -> None:
     """Run the chain in its (existing) work directory, then move its result to `output`; a
-    failing tool raises CalledProcessError."""
-    for command in filter_commands(chain):
-        execute(command)
-    if chain.simple_repeat_db:
-        execute(simple_repeat_command(chain))
-    else:
-        without_simple_repeats(chain.path("filtered.txt"), chain.path("annotated.txt"))
-    result = chain.path("annotated.txt")
+    failing tool raises ToolFailed."""
     if chain.panel:
         with open(chain.path("panel.txt"), "w") as listing:
             listing.writelines(f"{bam}\n" for bam in chain.panel)
-        execute(ebfilter_command(chain))
-        result = chain.path("result.txt")
-    shutil.move(result, output)  # the work directory may be on another file system
+    for step in steps(chain):
+        tools.run(step)
+    shutil.move(chain.result, output)  # the work directory may be on another file system
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -189,8 +215,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="Genomon's hotspot database: hotspotCall on its rows in the region (pairs only)")
     parser.add_argument("--work-dir", required=True)
     parser.add_argument("--output", required=True)
-    parser.add_argument("--tools", nargs="+", required=True, metavar="NAME=COMMAND",
-                        help=f"the command line of each of {', '.join(TOOLS)}")
+    parser.add_argument("--tools", choices=CHOICES, default="builtin",
+                        help="genomon-smk's own tools (in this process) or upstream Genomon's (commands)")
+    parser.add_argument("--upstream", nargs="*", default=[], metavar="NAME=COMMAND",
+                        help=f"with --tools upstream, the command of any of {', '.join(BUILTIN_MAINS)} "
+                             "(default: the name, on PATH)")
     for step in OPTION_STEPS:
         parser.add_argument(f"--{step}-options", default="",
                             help=f"{step}'s options, one string (give it as --{step}-options=...)")
@@ -199,16 +228,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    tools = dict(item.split("=", 1) for item in args.tools)
-    hotspot = bool(args.hotspot_db and args.normal)
-    missing = [name for name in TOOLS + (HOTSPOT_TOOLS if hotspot else ()) if name not in tools]
-    if missing:
-        raise SystemExit(f"identify_mutations: no --tools entry for {', '.join(missing)}")
+    upstream = dict(item.split("=", 1) for item in args.upstream)
+    unknown = sorted(set(upstream) - set(BUILTIN_MAINS))
+    if unknown:
+        raise SystemExit(f"identify_mutations: --upstream names no tool {', '.join(unknown)} "
+                         f"(the tools: {', '.join(BUILTIN_MAINS)})")
     region_file = os.path.join(args.work_dir, "region.txt")
     os.makedirs(args.work_dir, exist_ok=True)
     with open(region_file, "w") as out:
         out.write(args.intervals + "\n")
-    hotspot_db = os.path.join(args.work_dir, "hotspot_db.txt") if hotspot else None
+    hotspot_db = os.path.join(args.work_dir, "hotspot_db.txt") if args.hotspot_db and args.normal else None
     if hotspot_db:
         write_region_db(args.hotspot_db, args.intervals.split(","), hotspot_db)
     chain = Chain(
@@ -218,16 +247,14 @@ def main(argv: list[str] | None = None) -> int:
         reference=args.reference,
         region_file=region_file,
         work=args.work_dir,
-        tools={name: shlex.split(command) for name, command in tools.items()},
         simple_repeat_db=args.simple_repeat_db or None,
         hotspot_db=hotspot_db,
         options={step: shlex.split(getattr(args, f"{step}_options")) for step in OPTION_STEPS},
     )
     try:
-        run(chain, args.output)
-    except subprocess.CalledProcessError as error:
-        print(f"identify_mutations: {shlex.join(error.cmd)} failed with exit status {error.returncode}",
-              file=sys.stderr)
+        run(chain, args.output, Tools(args.tools, {name: shlex.split(command) for name, command in upstream.items()}))
+    except ToolFailed as error:
+        print(f"identify_mutations: {error}", file=sys.stderr)
         return 1
     return 0
 

@@ -23,6 +23,7 @@ import sys
 
 import pysam
 
+import genomon_smk
 from genomon_smk.tools import mutil
 
 PAIR_COLUMNS = (
@@ -231,7 +232,10 @@ def main(argv=None) -> int:
     result.add_argument("--paired", action="store_true", help="tumor/normal columns (else tumor only)")
     result.add_argument("--panel", action="store_true", help="with the EBFilter column")
     result.add_argument("--hotspot", action="store_true", help="with the score(hotspot) column (pairs only)")
-    result.add_argument("--version-of", nargs="*", default=[], help="tool commands whose --version goes into the meta line")
+    versions = result.add_mutually_exclusive_group()
+    versions.add_argument("--version-of", nargs="*", default=[], help="tool commands whose --version goes into the meta line")
+    versions.add_argument("--builtin-version-of", nargs="*", default=[], metavar="NAME",
+                          help="genomon-smk's own tools by name: the line their --version prints, without running them")
     result.add_argument("--regions-file", required=True, help="per-region result files, one per line, in order")
     vcf = add_vcf_arguments(commands.add_parser("vcf", help="filtered result -> bgzipped, indexed VCF"))
     vcf.add_argument("--filter-params", metavar="OPTIONS",
@@ -240,7 +244,8 @@ def main(argv=None) -> int:
     if args.command == "result":
         with open(args.regions_file) as handle:
             files = [line.strip() for line in handle if line.strip()]
-        versions = [tool_version(tool) for tool in args.version_of]
+        versions = [tool_version(tool) for tool in args.version_of] + [
+            genomon_smk.tool_version(name) for name in args.builtin_version_of]
         rows = write_result(args.out, files, header_columns(args.paired, args.panel, args.hotspot), versions)
         print(f"merge_mutation: {rows} rows from {len(files)} regions")
     else:

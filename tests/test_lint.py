@@ -42,9 +42,10 @@ def test_snakefmt_check_is_clean():
 
 
 def test_ruff_is_clean():
-    """ruff (its rules: pyproject.toml) on the package, the tests, the benchmarks and the test-data
-    generator."""
-    result = subprocess.run([str(BIN / "ruff"), "check", "--no-cache", "src", "tests", "bench", ".test"], cwd=REPO,
+    """ruff (its rules: pyproject.toml) on the package, the tests, the benchmarks, the test-data
+    generator and the PJM executor plugin."""
+    result = subprocess.run([str(BIN / "ruff"), "check", "--no-cache", "src", "tests", "bench", ".test", "plugins"],
+                            cwd=REPO,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -1,8 +1,9 @@
-"""Tests of the fake Fugaku PJM (.test/pjm/bin) and the cluster-generic adapters (profiles/pjm).
+"""Tests of the fake Fugaku PJM (.test/pjm/bin) and of the PJM executor plugin
+(plugins/snakemake-executor-plugin-pjm, used by profiles/pjm) against it.
 
 Every test uses its own FAKEPJM_HOME under tmp_path, so job ids restart at 1 and nothing leaks
 between tests. Jobs are tiny shell scripts; the slowest parts are the 1 s elapse limit and the
-Snakemake run through the adapters.
+Snakemake runs through the plugin.
 """
 
 import json
@@ -17,12 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
+from snakemake_executor_plugin_pjm.pjm import StatusRounds, submitted_job_id
 
 pytestmark = pytest.mark.pjm
 
 REPO = Path(__file__).resolve().parents[1]
 PJM_BIN = REPO / ".test" / "pjm" / "bin"
-ADAPTERS = REPO / "profiles" / "pjm"
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 DATE_RE = re.compile(r"^\(?\d\d/\d\d$")
@@ -48,12 +49,11 @@ class Pjm:
         self.work = tmp_path / "work"
         self.work.mkdir()
         self.env = {
-            "PATH": "%s:%s:%s:%s" % (PJM_BIN, ADAPTERS, no_slurm_dir, SYSTEM_PATH),
+            "PATH": "%s:%s:%s" % (PJM_BIN, no_slurm_dir, SYSTEM_PATH),
             "HOME": os.environ.get("HOME", "/root"),
             "USER": os.environ.get("USER", "root"),
             "FAKEPJM_HOME": str(self.home),
             "FAKEPJM_MAX_RUNNING": "4",
-            "PJM_STATUS_STATE_DIR": str(tmp_path / "status-state"),
         }
 
     def run(self, *cmd, check=True, env=None, cwd=None):
@@ -116,9 +116,11 @@ class Pjm:
             time.sleep(0.05)
         raise AssertionError("job %s never reached %s" % (jid, state))
 
-    def status(self, jid, **extra_env):
-        result = self.run(ADAPTERS / "pjm-status", jid, env=dict(self.env, **extra_env))
-        return result.stdout.strip(), result.stderr
+    def status(self, jid, grace_seconds=120):
+        """The plugin's judgement of one job from this emulator's pjstat: None while it runs, or
+        its End (success, kind, reason)."""
+        rounds = StatusRounds(lambda args: self.run("pjstat", *args, check=False).stdout, grace_seconds)
+        return rounds.check([jid])[jid]
 
 
 def test_submit_prints_banner_or_bare_id(pjm):
@@ -126,7 +128,7 @@ def test_submit_prints_banner_or_bare_id(pjm):
     banner = pjm.run("pjsub", "hello.sh").stdout
     assert re.fullmatch(r"\[INFO\] PJM 0000 pjsub Job 1 submitted\.\n", banner)
     assert pjm.submit("hello.sh") == "2"
-    assert pjm.run(ADAPTERS / "pjm-submit", "hello.sh").stdout == "3\n"
+    assert submitted_job_id(pjm.run("pjsub", "hello.sh").stdout) == "3"
     for jid in ("1", "2", "3"):
         assert pjm.wait_final(jid)["ST"] == "EXT"
     # default output file names: NAME.ID.out / NAME.ID.err in the submit directory
@@ -134,7 +136,7 @@ def test_submit_prints_banner_or_bare_id(pjm):
     assert (pjm.work / "hello.sh.1.err").exists()
 
 
-def test_final_states_codes_and_status_adapter(pjm):
+def test_final_states_codes_and_the_plugins_judgement(pjm):
     pjm.script("ok.sh", "echo fine\n")
     pjm.script("exit3.sh", "echo failing >&2\nexit 3\n")
     pjm.script("slow.sh", "sleep 30\n")
@@ -143,7 +145,7 @@ def test_final_states_codes_and_status_adapter(pjm):
     elapse = pjm.submit("-L", "elapse=1", "slow.sh")
     cancel = pjm.submit("-L", "elapse=10:00", "slow.sh")
     pjm.wait_state(cancel, "RUN")
-    assert pjm.status(cancel)[0] == "running"
+    assert pjm.status(cancel) is None
     deleted = pjm.run("pjdel", cancel).stdout
     assert deleted == "[INFO] PJM 0100 pjdel Job %s canceled.\n" % cancel
 
@@ -158,19 +160,19 @@ def test_final_states_codes_and_status_adapter(pjm):
     # finished jobs leave the current list
     assert pjm.row(ok) is None
 
-    assert pjm.status(ok) == ("success", "")
-    state, why = pjm.status(bad)
-    assert state == "failed" and "EXIT CODE 3" in why
-    state, why = pjm.status(elapse)
-    assert state == "failed" and "elapse limit exceeded (" in why and "PJM CODE 11" in why
-    state, why = pjm.status(cancel)
-    assert state == "failed" and "PJM CODE 1" in why
+    assert pjm.status(ok).success
+    end = pjm.status(bad)
+    assert not end.success and end.kind == "exit" and "EXIT CODE 3" in end.reason
+    end = pjm.status(elapse)
+    assert end.kind == "elapse" and "elapse limit exceeded (" in end.reason and "PJM CODE 11" in end.reason
+    end = pjm.status(cancel)
+    assert end.kind == "cancelled" and "PJM CODE 1" in end.reason
 
 
-def test_status_adapter_grace_for_unlisted_job(pjm):
-    assert pjm.status("424242")[0] == "running"  # may be PJM lag: not failed at once
-    state, why = pjm.status("424242", PJM_STATUS_GRACE_S="0")
-    assert state == "failed" and "424242" in why
+def test_grace_for_unlisted_job(pjm):
+    assert pjm.status("424242") is None  # may be PJM lag: not failed at once
+    end = pjm.status("424242", grace_seconds=0)
+    assert end.kind == "missing" and "424242" in end.reason
 
 
 def test_pjdel_unknown_job_fails(pjm):
@@ -195,8 +197,8 @@ def test_slot_limit_keeps_jobs_queued(pjm):
     pjm.wait_state(third, "QUE")
     time.sleep(0.5)  # several scheduling rounds: still only one job may run
     assert [r["ST"] for r in pjm.rows()] == ["RUN", "QUE", "QUE"]
-    # a queued job cancelled through the adapter never starts
-    assert pjm.run(ADAPTERS / "pjm-cancel", third).stdout == "[INFO] PJM 0100 pjdel Job %s canceled.\n" % third
+    # a queued job cancelled never starts
+    assert pjm.run("pjdel", third).stdout == "[INFO] PJM 0100 pjdel Job %s canceled.\n" % third
     cancelled = pjm.wait_final(third)
     assert (cancelled["ST"], cancelled["PC"], cancelled["LST"], cancelled["START_DATE"]) == ("CCL", "1", "QUE", "-")
     (pjm.work / "release").touch()
@@ -302,8 +304,7 @@ def test_malformed_llio_size_is_refused(pjm, bad):
     result = pjm.run("pjsub", "--llio", bad, "x.sh", check=False)
     assert result.returncode != 0 and "[ERR.] PJM" in result.stderr and bad.split("=")[1] in result.stderr
     assert pjm.rows() == [] and not list(pjm.work.glob("x.sh.*"))
-    submit = pjm.run(ADAPTERS / "pjm-submit", "--llio", bad, "x.sh", check=False)
-    assert submit.returncode != 0 and submit.stdout == "" and "[ERR.] PJM" in submit.stderr
+    assert submitted_job_id(result.stdout + result.stderr) is None
 
 
 def test_localtmp_overflow_kills_job_with_disk_code(pjm):
@@ -314,7 +315,7 @@ def test_localtmp_overflow_kills_job_with_disk_code(pjm):
     jid = pjm.submit("--llio", "localtmp-size=1Mi,sharedtmp-size=2Gi", "fill.sh")
     row = pjm.wait_final(jid)
     assert (row["ST"], row["PC"], row["EC"]) == ("EXT", "13", "137")
-    assert pjm.status(jid)[0] == "failed"
+    assert pjm.status(jid).kind == "disk"
 
 
 def test_mpiexec_ranks_and_vcoord(pjm):
@@ -403,20 +404,16 @@ rule c:
 
 
 @pytest.mark.timeout(120)
-def test_snakemake_through_cluster_generic_adapters(pjm):
+def test_snakemake_through_the_pjm_executor_plugin(pjm):
+    """--executor pjm: pjsub with the resources' options (elapse, resource group, group, LLIO
+    size), -X, job names smk-RULE, PJM's job output in the log directory."""
     (pjm.work / "Snakefile").write_text(SNAKEFILE)
     (pjm.work / "ref.txt").write_text("reference\n")
-    (pjm.work / ".pjm-logs").mkdir()
     env = dict(pjm.env, PATH="%s:%s" % (pjm.env["PATH"], SNAKEMAKE.parent), FAKEPJM_MAX_RUNNING="2")
-    submit = ("%s -X -L node=1 -L elapse={resources.runtime}:00 -N smk-{rule} -j -o .pjm-logs/%%j.out"
-              % (ADAPTERS / "pjm-submit"))
     result = subprocess.run(
-        [str(SNAKEMAKE), "--executor", "cluster-generic", "--jobs", "2",
-         "--cluster-generic-submit-cmd", submit,
-         "--cluster-generic-status-cmd", str(ADAPTERS / "pjm-status"),
-         "--cluster-generic-cancel-cmd", str(ADAPTERS / "pjm-cancel"),
-         "--seconds-between-status-checks", "1", "--default-resources", "runtime=5",
-         "--latency-wait", "5"],
+        [str(SNAKEMAKE), "--executor", "pjm", "--jobs", "2", "--seconds-between-status-checks", "1",
+         "--default-resources", "runtime=5", "pjm_rscgrp='large'", "pjm_group='grp1'", "pjm_localtmp='1Mi'",
+         "--latency-wait", "5", "--pjm-logdir", "pjm-logs"],
         cwd=pjm.work, env=env, capture_output=True, text=True, timeout=110)
     assert result.returncode == 0, result.stderr[-3000:]
     final = (pjm.work / "c" / "final.txt").read_text().splitlines()
@@ -426,14 +423,16 @@ def test_snakemake_through_cluster_generic_adapters(pjm):
     rows = pjm.rows("-H", "-v")
     assert sorted(r["JOB_NAME"] for r in rows) == ["smk-a", "smk-c", "smk-d"]
     assert all((r["ST"], r["EC"], r["PC"]) == ("EXT", "0", "0") for r in rows)
-    assert {r["ELAPSE_LIM"] for r in rows} == {"0000:05:00"}
+    assert {(r["ELAPSE_LIM"], r["RSC_GRP"], r["GROUP"]) for r in rows} == {("0000:05:00", "large", "grp1")}
+    assert json.loads((pjm.home / "jobs" / job / "job.json").read_text())["llio"] == {"localtmp-size": "1Mi"}
+    assert (pjm.work / "pjm-logs" / f"smk-c.{job}.out").exists() and (pjm.work / "pjm-logs" / f"smk-c.{job}.err").exists()
     log = (pjm.home / "llio.log").read_text().split()
     assert log[1:] == [job, "transfer", str(pjm.work / "ref.txt")]
 
 
 @pytest.mark.timeout(90)
 def test_snakemake_interrupt_cancels_pjm_job(pjm):
-    """SIGINT to snakemake must reach pjm-cancel -> pjdel: the job ends as CCL and writes nothing."""
+    """SIGINT to snakemake must reach the plugin's pjdel: the job ends as CCL and writes nothing."""
     (pjm.work / "Snakefile").write_text('rule slow:\n    output:\n        "slow.txt",\n'
                                         '    shell:\n        "sleep 60 && touch {output}"\n')
     env = dict(pjm.env, PATH="%s:%s" % (pjm.env["PATH"], SNAKEMAKE.parent))
@@ -441,10 +440,7 @@ def test_snakemake_interrupt_cancels_pjm_job(pjm):
     restore_sigint = ("import signal,os,sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
                       "os.execv(sys.argv[1], sys.argv[1:])")
     proc = subprocess.Popen(
-        [sys.executable, "-c", restore_sigint, str(SNAKEMAKE), "--executor", "cluster-generic", "--jobs", "1",
-         "--cluster-generic-submit-cmd", "%s -X -N smk-{rule}" % (ADAPTERS / "pjm-submit"),
-         "--cluster-generic-status-cmd", str(ADAPTERS / "pjm-status"),
-         "--cluster-generic-cancel-cmd", str(ADAPTERS / "pjm-cancel"),
+        [sys.executable, "-c", restore_sigint, str(SNAKEMAKE), "--executor", "pjm", "--jobs", "1",
          "--seconds-between-status-checks", "1"],
         cwd=pjm.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -453,7 +449,7 @@ def test_snakemake_interrupt_cancels_pjm_job(pjm):
         seen = []
         for line in proc.stdout:
             seen.append(line)
-            if "with external jobid" in line:
+            if "with PJM jobid" in line:
                 break
         pjm.wait_state("1", "RUN")
         proc.send_signal(signal.SIGINT)

@@ -1,14 +1,18 @@
-"""The pair scenario through profiles/pjm (one PJM job per rule job) on the PJM emulator
-(.test/pjm) gives the local run's results, with the reference llio_transfer'd by every job that
-reads it; a job killed by its elapse limit and a job removed with pjdel are reported failed with
-their PJM codes, and a rerun completes. Snakemake runs in a project directory outside the
-checkout, naming the workflow and the profile by relative paths.
+"""The pair scenario through profiles/pjm (one PJM job per rule job, the executor plugin in
+plugins/snakemake-executor-plugin-pjm) on the PJM emulator (.test/pjm) gives the local run's
+results, with the reference llio_transfer'd by every job that reads it; a job killed by its
+elapse limit and a job removed with pjdel are reported failed with their PJM codes (and recorded
+in job-failures.jsonl), and a rerun completes; every status round is one `pjstat -v` (plus one
+`pjstat -H -v` when jobs left the current list), however many jobs are in flight. Snakemake runs
+in a project directory outside the checkout, naming the workflow and the profile by relative
+paths, with no config file but the user's (the LLIO tiers come with the profile).
 
 One Snakemake run (--keep-going, so everything that does not need the two stopped map jobs is
 done meanwhile) loses one map job to its elapse limit and one to pjdel; the rerun finishes the
 pipeline, so the pipeline runs through PJM about once.
 """
 
+import json
 import os
 import re
 import signal
@@ -18,7 +22,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-import yaml
 
 from conftest import (REPO, SNAKEMAKE_MODULE, assert_same_pair_results, finish_interruptible, pair_targets,
                       scenario_variant, write_config)
@@ -40,11 +43,40 @@ def project_directory(tmp_path):
 
 
 def profile_command(project):
-    """The workflow and profiles/pjm named as a user in `project` names them: by paths relative to
-    it (the profile's adapters must be found all the same), the storage fragment first."""
+    """The workflow and profiles/pjm named as a user in `project` names them: by paths relative to it."""
     checkout = Path(os.path.relpath(REPO, project))
-    return ["--snakefile", str(checkout / "workflow" / "Snakefile"), "--profile", str(checkout / "profiles" / "pjm"),
-            "--configfile", str(checkout / "profiles" / "pjm" / "storage.yaml")]
+    return ["--snakefile", str(checkout / "workflow" / "Snakefile"), "--profile", str(checkout / "profiles" / "pjm")]
+
+
+def pjstat_recorder(directory):
+    """A `pjstat` ahead of the emulator's that logs every call (time, number of smk- jobs listed,
+    arguments) to directory/pjstat.log; returns the directory."""
+    directory.mkdir()
+    (directory / "pjstat").write_text(
+        '#!/bin/sh\n'
+        f'out=$("{PJM_BIN / "pjstat"}" "$@"); rc=$?\n'
+        'printf "%s\\n" "$out"\n'
+        'listed=$(printf "%s\\n" "$out" | grep -c " smk-")\n'
+        f'echo "$(date +%s.%N) $listed $*" >>"{directory}/pjstat.log"\n'
+        'exit $rc\n'
+    )
+    (directory / "pjstat").chmod(0o755)
+    return directory
+
+
+def pjstat_rounds(log):
+    """The status rounds of a pjstat.log: one `pjstat -v` each, optionally followed by one
+    `pjstat -H -v ID...`; [(jobs listed by the -v call, history call or None)]. Fails on any
+    other pattern (a second call of either kind in one round)."""
+    rounds = []
+    for line in log.read_text().splitlines():
+        _, listed, args = line.split(" ", 2)
+        if args == "-v":
+            rounds.append((int(listed), None))
+        else:
+            assert args.startswith("-H -v ") and rounds and rounds[-1][1] is None, line
+            rounds[-1] = (rounds[-1][0], args)
+    return rounds
 
 
 def start_snakemake(args, project, log_path):
@@ -82,8 +114,6 @@ def pjm_env(tmp_path, monkeypatch, no_slurm_probe):
     monkeypatch.setenv("PATH", f"{PJM_BIN}:{REPO / '.venv' / 'bin'}:{no_slurm_probe['PATH']}")
     monkeypatch.setenv("FAKEPJM_HOME", str(home))
     monkeypatch.setenv("FAKEPJM_MAX_RUNNING", "3")
-    monkeypatch.setenv("PJM_STATUS_STATE_DIR", str(tmp_path / "pjm-status"))
-    monkeypatch.setenv("PJM_LOG_DIR", str(tmp_path / "pjm-logs"))
     yield home
     current = subprocess.run(["pjstat"], capture_output=True, text=True).stdout.splitlines()[1:]
     leftovers = [line.split()[0] for line in current if line.strip()]
@@ -105,7 +135,9 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     project = project_directory(tmp_path)
     scenario_variant(scenario_root, "config-pair", project, map={"threads": 1}, markdup={"threads": 1})
     results = project / "results"
-    command = [*profile_command(project), "config.yaml", *TEST_MACHINE]
+    command = [*profile_command(project), "--configfile", "config.yaml", *TEST_MACHINE,
+               "--pjm-logdir", str(tmp_path / "pjm-logs")]
+    recorder = pjstat_recorder(tmp_path / "pjstat-recorder")
 
     # 1. bwa of two map jobs sleeps first, each writing its PJM job id: tumor chunk 0000 outlives
     #    the 1-minute elapse limit of the map jobs (PJM kills it, PJM CODE 11), normal chunk 0000
@@ -121,7 +153,7 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     )
     (slow / "bwa").chmod(0o755)
     with monkeypatch.context() as patch:
-        patch.setenv("PATH", f"{slow}:{os.environ['PATH']}")
+        patch.setenv("PATH", f"{slow}:{recorder}:{os.environ['PATH']}")
         proc = start_snakemake(
             [*command, "--retries", "0", "--keep-going", "--set-resources", "map_reads:runtime=1", "--",
              *pair_targets(results)], project, tmp_path / "killed.out")
@@ -145,11 +177,24 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     assert sorted(str(p.relative_to(map_logs)) for p in map_logs.rglob("*.log")) == [
         f"{sample}/000{chunk}.log" for sample in ("normal", "tumor") for chunk in range(4)]
     assert (tmp_path / "pjm-logs" / f"smk-map_reads.{killed[0]}.out").exists()  # PJM's own job output
+    # The two failures, machine-readable, for a retry policy.
+    failures = [json.loads(line) for line in (tmp_path / "pjm-logs" / "job-failures.jsonl").read_text().splitlines()]
+    assert sorted((f["pjm_jobid"], f["rule"], f["wildcards"].get("sample"), f["kind"], f["pc"]) for f in failures) \
+        == sorted([(killed[0], "map_reads", "tumor", "elapse", "11"), (removed, "map_reads", "normal", "cancelled", "1")])
 
     # 2. The rerun (normal limits, killed jobs' partial outputs gone) completes the pipeline.
-    rc, output = run_snakemake([*command, "--", *pair_targets(results)], project, tmp_path / "rerun.out", timeout=500)
+    with monkeypatch.context() as patch:
+        patch.setenv("PATH", f"{recorder}:{os.environ['PATH']}")
+        rc, output = run_snakemake([*command, "--", *pair_targets(results)], project, tmp_path / "rerun.out",
+                                   timeout=500)
     assert rc == 0, output[-5000:]
     assert_same_pair_results(results, request)
+
+    # pjstat: one call per status round (two when jobs left the current list), whatever the number
+    # of jobs in flight: up to six here (--jobs 6, three running, the rest queued).
+    rounds = pjstat_rounds(recorder / "pjstat.log")
+    assert max(listed for listed, _ in rounds) >= 3, rounds
+    assert sum(1 for _, history in rounds if history) >= 2, rounds
 
     # Every job of both runs ran under PJM; every job that reads the reference llio_transfer'd
     # each reference file in that job (and nothing was copied to a cache directory).
@@ -176,55 +221,20 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
         assert [p for p in (pjm_env / area).rglob("*") if p.is_file()] == [], area
 
 
-def test_every_resource_of_the_submit_command_has_a_profile_default():
-    """An unset {resources.X} in the submit command makes Snakemake refuse to submit the job."""
-    profile = yaml.safe_load((REPO / "profiles" / "pjm" / "config.v8+.yaml").read_text())
-    used = set(re.findall(r"\{resources\.(\w+)\}", profile["cluster-generic-submit-cmd"]))
-    assert {"runtime", "pjm_rscgrp", "pjm_group", "pjm_localtmp"} <= used
-    assert used <= set(profile["default-resources"])
-
-
-def test_pjm_submit_drops_an_empty_group_and_creates_the_log_directory(pjm_env, tmp_path):
-    """The profile always passes -g '{resources.pjm_group}': empty = no -g for pjsub; -o/-e directories are made."""
-    script = tmp_path / "job.sh"
-    script.write_text("echo hello\n")
-    recorder = tmp_path / "pjsub-recorder"
-    recorder.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >>"{tmp_path}/pjsub-args"\necho >>"{tmp_path}/pjsub-args"\n'
-                        'exec pjsub "$@"\n')
-    recorder.chmod(0o755)
-    jobs = []
-    for group in ("", "grp1"):
-        submitted = subprocess.run(
-            [str(REPO / "profiles" / "pjm" / "pjm-submit"), "-g", group, "-L", "elapse=1:00", "-N", "smk-x",
-             "-o", "logs/pjm/smk-x.%j.out", "-e", "logs/pjm/smk-x.%j.err", str(script)],
-            cwd=tmp_path, capture_output=True, text=True, env=dict(os.environ, PJSUB=str(recorder)))
-        assert submitted.returncode == 0, submitted.stderr
-        assert re.fullmatch(r"\d+\n", submitted.stdout)
-        jobs.append(submitted.stdout.strip())
-    passed = (tmp_path / "pjsub-args").read_text().splitlines()
-    assert not passed[0].startswith("-g|") and "|-g|" not in passed[0]
-    assert passed[1].startswith("-g|grp1|")
-    for _ in range(100):
-        if set(jobs) <= set(finished_jobs(dict(os.environ))):
-            break
-        time.sleep(0.1)
-    for job in jobs:
-        assert finished_jobs(dict(os.environ))[job][1:] == ("EXT", "0", "0")
-        assert (tmp_path / "logs" / "pjm" / f"smk-x.{job}.out").read_text() == "hello\n"
-
-
-def test_the_pjm_profile_without_its_storage_fragment_is_warned_about(pjm_env, testdata, tmp_path):
-    """profiles/pjm alone would keep node-local temporaries and the reference on the global file
-    system: the plan says so loudly; with profiles/pjm/storage.yaml first it does not."""
+def test_the_pjm_profile_brings_its_llio_tiers_and_warns_when_they_are_lost(pjm_env, testdata, tmp_path):
+    """profiles/pjm alone gives the LLIO tiers (its `cluster: pjm` puts profiles/pjm/storage.yaml
+    under the config): no warning, node_local is $PJM_LOCALTMP. A --config on the command line
+    replaces the profile's config entry: the plan then says loudly what is lost and how to keep it;
+    with cluster=pjm repeated in it the tiers are back."""
     project = project_directory(tmp_path)
     config = write_config(project, testdata)
     warning = "WARNING: PJM jobs, but storage.reference_staging is not llio_transfer"
     outputs = []
-    for fragment in ([], [str(REPO / "profiles" / "pjm" / "storage.yaml")]):
+    for extra in ([], ["--config", "stagger_minutes=0"], ["--config", "stagger_minutes=0", "cluster=pjm"]):
         dry = subprocess.run([*SNAKEMAKE_MODULE, "--snakefile", str(REPO / "workflow" / "Snakefile"),
-                              "--profile", str(REPO / "profiles" / "pjm"), "--configfile", *fragment, str(config),
+                              "--profile", str(REPO / "profiles" / "pjm"), "--configfile", str(config), *extra,
                               "-n", "--quiet", "rules"], cwd=project, capture_output=True, text=True)
         assert dry.returncode == 0, dry.stderr[-3000:]
         outputs.append(dry.stdout + dry.stderr)
-    assert warning in outputs[0] and f"--configfile {REPO / 'profiles' / 'pjm' / 'storage.yaml'} " in outputs[0]
-    assert "WARNING: PJM" not in outputs[1]
+    assert "WARNING: PJM" not in outputs[0] and "WARNING: PJM" not in outputs[2]
+    assert warning in outputs[1] and "add cluster=pjm to your --config" in outputs[1]

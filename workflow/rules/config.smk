@@ -6,14 +6,18 @@ import shlex
 import sys
 from pathlib import Path
 
+import yaml
+
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
 from genomon_smk.plan.config_check import (
+    cluster_fragment,
     config_problems,
     key_problem,
     quoted_options,
+    underlay,
     value_at,
 )
 from genomon_smk.plan.hotspot import hotspot_db_problems
@@ -56,6 +60,14 @@ CONFIG_FILE = Path(workflow.overwrite_configfiles[-1]).resolve()
 CONFIG_DIR = CONFIG_FILE.parent
 
 CONFIG_FILES = [str(Path(path).resolve()) for path in workflow.overwrite_configfiles]
+# A cluster profile names its cluster (profiles/pjm: `config: {cluster: pjm}`): its storage
+# fragment then lies under the user's config, so `--profile profiles/pjm` alone gives the LLIO
+# tiers and the config files may still override any of their keys.
+CLUSTER_FRAGMENT = cluster_fragment(
+    config.get("cluster"), str(WORKFLOW_DIR.parent / "profiles")
+)
+if CLUSTER_FRAGMENT:
+    config.update(underlay(yaml.safe_load(Path(CLUSTER_FRAGMENT).read_text()), config))
 # Our own messages first (file, line, key, the key meant); Snakemake's validate then sets defaults.
 CONFIG_PROBLEMS = config_problems(
     config, load_schema(str(SCHEMAS), "config"), CONFIG_FILES

@@ -195,15 +195,17 @@ def panel_warnings():
 
 
 def pjm_storage_warnings():
-    """profiles/pjm submits every job with pjsub: without profiles/pjm/storage.yaml (or the same
-    keys in the user's config) node-local temporaries would sit on the global file system and
-    every job would read the reference from it, without LLIO."""
-    # profiles/pjm is recognised by its pjm_rscgrp resource (its pjsub command needs it), which
-    # a dry run knows too (it has no executor settings).
+    """profiles/pjm submits every job with pjsub: its `cluster: pjm` puts profiles/pjm/storage.yaml
+    under the config; without those tiers (a --config replacing the profile's, or a config that
+    overrides them) node-local temporaries would sit on the global file system and every job
+    would read the reference from it, without LLIO."""
+    # profiles/pjm is recognised by its cluster value, or by its pjm_rscgrp resource when a
+    # --config replaced the profile's config entry (a dry run knows both).
     defaults = workflow.resource_settings.default_resources
-    if not any(
+    pjm_profile = any(
         arg.startswith("pjm_rscgrp=") for arg in (defaults.args if defaults else [])
-    ):
+    )
+    if config["cluster"] != "pjm" and not pjm_profile:
         return []
     places = config["storage"]
     gaps = []
@@ -213,14 +215,16 @@ def pjm_storage_warnings():
         gaps.append("storage.paths.node_local is not $PJM_LOCALTMP")
     if not gaps:
         return []
-    # By its absolute path: the run may be in a project directory, not the checkout.
-    fragment = os.path.normpath(
-        os.path.join(WORKFLOW_DIR, "..", "profiles", "pjm", "storage.yaml")
-    )
+    if config["cluster"] == "pjm":
+        hint = "your config overrides profiles/pjm/storage.yaml: drop those keys to use LLIO"
+    else:
+        hint = (
+            "config cluster is not pjm (a --config on the command line replaces the profile's "
+            "`config: {cluster: pjm}`): add cluster=pjm to your --config"
+        )
     return [
         f"WARNING: PJM jobs, but {' and '.join(gaps)}: node-local temporaries and the reference stay "
-        f"on the global file system. Put the profile's storage fragment first: --configfile "
-        f"{fragment} my/config.yaml"
+        f"on the global file system. {hint}"
     ]
 
 

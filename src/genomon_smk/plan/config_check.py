@@ -14,6 +14,7 @@ into each job's shell script as they are.
 from __future__ import annotations
 
 import difflib
+import os
 import shlex
 
 import jsonschema
@@ -117,6 +118,25 @@ def value_at(config: dict, path: tuple[str, ...]) -> object:
             return None
         config = config[key]
     return config
+
+
+def underlay(base: dict, config: dict) -> dict:
+    """`config` on top of `base`: mappings merged key by key, any other value of `config` wins."""
+    merged = dict(base)
+    for key, value in config.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            value = underlay(merged[key], value)
+        merged[key] = value
+    return merged
+
+
+def cluster_fragment(cluster: object, profiles_dir: str) -> str | None:
+    """The storage fragment of a cluster profile (profiles/CLUSTER/storage.yaml) named by the
+    config key `cluster`, when there is one."""
+    if not isinstance(cluster, str) or not cluster or "/" in cluster or cluster.startswith("."):
+        return None
+    path = os.path.join(profiles_dir, cluster, "storage.yaml")
+    return path if os.path.isfile(path) else None
 
 
 def config_problems(config: dict, schema: dict, config_files: list[str]) -> list[str]:

@@ -164,7 +164,7 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     assert rc != 0, output[-3000:]
     killed = re.findall(r"PJM job (\d+) failed: elapse limit exceeded \(ST EXT, PJM CODE 11, EXIT CODE 137", output)
     assert killed == [(slow / "tumor.job").read_text().strip()], output[-5000:]
-    assert re.search(rf"PJM job {removed} failed: cancelled \(ST CCL, PJM CODE 1,", output), output[-5000:]
+    assert re.search(rf"PJM job {removed} failed: cancelled by pjdel \(ST CCL, PJM CODE 1,", output), output[-5000:]
     jobs = finished_jobs(dict(os.environ))
     assert jobs[killed[0]] == ("smk-map_reads", "EXT", "137", "11")
     assert jobs[removed][:2] == ("smk-map_reads", "CCL") and jobs[removed][3] == "1"

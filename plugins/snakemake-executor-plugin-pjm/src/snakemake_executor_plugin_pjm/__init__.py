@@ -77,8 +77,8 @@ class Executor(RemoteExecutor):
         env = {key: value for key, value in os.environ.items() if key != "SNAKEMAKE_PROFILE"}
         try:
             done = subprocess.run(command, cwd=self.workflow.workdir_init, env=env, capture_output=True,
-                                  text=True)
-        except OSError as error:
+                                  text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as error:
             self.report_job_error(SubmittedJobInfo(job), msg=f"pjsub could not be started: {error}\n")
             return
         job_id = submitted_job_id(done.stdout) if done.returncode == 0 else None
@@ -137,7 +137,7 @@ class Executor(RemoteExecutor):
             "attempt": job.attempt,
             "kind": end.kind,
             "reason": end.reason,
-            **{key.lower(): value for key, value in end.codes.items()},
+            **{("pjm_reason" if key == "REASON" else key.lower()): value for key, value in end.codes.items()},
         }
         try:
             with open(self.logdir / FAILURES_FILE, "a") as out:

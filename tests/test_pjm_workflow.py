@@ -64,14 +64,19 @@ def pjstat_recorder(directory):
     return directory
 
 
-def pjstat_rounds(log):
+def pjstat_rounds(log, interval=1):
     """The status rounds of a pjstat.log: one `pjstat -v` each, optionally followed by one
     `pjstat -H -v ID...`; [(jobs listed by the -v call, history call or None)]. Fails on any
-    other pattern (a second call of either kind in one round)."""
+    other pattern: a second call of either kind in one round, or two `pjstat -v` less than the
+    round interval apart (Snakemake sleeps that long between two rounds, so calls closer than
+    that belong to one round: a bound from below that load only widens)."""
     rounds = []
+    last = None
     for line in log.read_text().splitlines():
-        _, listed, args = line.split(" ", 2)
+        when, listed, args = line.split(" ", 2)
         if args == "-v":
+            assert last is None or float(when) - last >= interval * 0.95, line
+            last = float(when)
             rounds.append((int(listed), None))
         else:
             assert args.startswith("-H -v ") and rounds and rounds[-1][1] is None, line

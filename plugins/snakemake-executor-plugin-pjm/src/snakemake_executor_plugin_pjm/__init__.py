@@ -109,6 +109,11 @@ class Executor(RemoteExecutor):
     async def check_active_jobs(
         self, active_jobs: List[SubmittedJobInfo]
     ) -> AsyncGenerator[SubmittedJobInfo, None]:
+        # RemoteExecutor starts the thread that calls this before its own __init__ and our
+        # __post_init__ are done (no rate limiter, no self.rounds yet): nothing to do until the
+        # first job is submitted, which is after both.
+        if not active_jobs:
+            return
         async with self.status_rate_limiter:
             status = self.rounds.check([info.external_jobid for info in active_jobs])
         for info in active_jobs:

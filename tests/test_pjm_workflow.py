@@ -163,6 +163,8 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
             [*command, "--retries", "0", "--keep-going", "--set-resources", "map_reads:runtime=1", "--",
              *pair_targets(results)], project, tmp_path / "killed.out")
     removed = wait_for_file(slow / "normal.job", proc, timeout=300)
+    if not removed:  # stop Snakemake (and its jobs) rather than leave it waiting
+        finish_interruptible(proc, tmp_path / "killed.out", timeout=0)
     assert removed, (tmp_path / "killed.out").read_text()[-3000:]
     subprocess.run(["pjdel", removed], check=True, capture_output=True)
     rc, output = finish_interruptible(proc, tmp_path / "killed.out", timeout=400)

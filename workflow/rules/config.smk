@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
+from genomon_smk.plan import snakemake_adapter
 from genomon_smk.plan.config_check import (
     config_problems,
     key_problem,
@@ -38,20 +38,24 @@ SCHEMAS = Path(workflow.basedir) / "schemas"
 
 # The project's Python steps run with the interpreter that runs Snakemake (the .venv), whatever
 # the shell's PATH holds; with --sdm conda, with the rule env's python and this checkout's package.
-CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+CONDA = snakemake_adapter.uses_conda(workflow)
 if CONDA:
     PYTHON = f"env PYTHONPATH={shlex.quote(str(Path(workflow.basedir).parent / 'src'))} python"
 else:
     PYTHON = shlex.quote(sys.executable)
 
-if not workflow.overwrite_configfiles:
+# The main process plans and checks; a job's own Snakemake (a cluster job's re-parse, a local
+# job's subprocess) only finds its job: no cohort-wide checks or plans there.
+MAIN_PROCESS = snakemake_adapter.is_main_process(workflow)
+if not snakemake_adapter.config_files(workflow):
     raise WorkflowError(
         "no config file given: run with --configfile FILE (config/config.yaml is a documented example)"
     )
-CONFIG_FILE = Path(workflow.overwrite_configfiles[-1]).resolve()
+CONFIG_FILES = [
+    str(Path(path).resolve()) for path in snakemake_adapter.config_files(workflow)
+]
+CONFIG_FILE = Path(CONFIG_FILES[-1])
 CONFIG_DIR = CONFIG_FILE.parent
-
-CONFIG_FILES = [str(Path(path).resolve()) for path in workflow.overwrite_configfiles]
 # Our own messages first (file, line, key, the key meant); Snakemake's validate then sets defaults.
 CONFIG_PROBLEMS = config_problems(
     config, load_schema(str(SCHEMAS), "config"), CONFIG_FILES
@@ -60,6 +64,8 @@ if CONFIG_PROBLEMS:
     raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))
 validate(config, SCHEMAS / "config.schema.yaml", set_default=True)
 config["priorities"] = {**PRIORITIES, **config["priorities"]}
+# Where the jobs run (the profiles set config `cluster`).
+CLUSTER = snakemake_adapter.cluster_kind(config["cluster"], workflow)
 
 
 def config_options(*key):
@@ -168,6 +174,8 @@ try:
             if "genomon_sample_sheet" in config
             else None
         ),
+        # The files were checked by the main process before any job was submitted.
+        check_files=MAIN_PROCESS,
     )
     REGIONS = regions_of(
         CONTIGS,

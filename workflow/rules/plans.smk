@@ -85,7 +85,7 @@ def storage_plan():
     else:
         reference_bytes = file_bytes(reference_files(REFERENCE))
     peak = peaks(uses, reference_bytes)
-    if workflow.is_main_process:
+    if MAIN_PROCESS:
         print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)
     problems = over_capacity(peak, capacity)
     if problems:
@@ -109,7 +109,7 @@ STAGGER = {
 }
 
 # Genomon's stages and their job counts for the whole run (a dry run runs no hooks: printed here).
-if workflow.is_main_process:
+if MAIN_PROCESS:
     print(
         stage_table(
             CohortShape(
@@ -192,12 +192,8 @@ def pjm_storage_warnings():
     """profiles/pjm submits every job with pjsub: without profiles/pjm/storage.yaml (or the same
     keys in the user's config) node-local temporaries would sit on the global file system and
     every job would read the reference from it, without LLIO."""
-    # profiles/pjm is recognised by its pjm_rscgrp resource (its pjsub command needs it), which
-    # a dry run knows too (it has no executor settings).
-    defaults = workflow.resource_settings.default_resources
-    if not any(
-        arg.startswith("pjm_rscgrp=") for arg in (defaults.args if defaults else [])
-    ):
+    # The profile says where jobs run (config `cluster`), a dry run too.
+    if CLUSTER != "pjm":
         return []
     places = config["storage"]
     gaps = []
@@ -238,7 +234,7 @@ PLAN_WARNINGS = (
         + pjm_storage_warnings()
         + sv_annotation_warnings()
     ]
-    if workflow.is_main_process
+    if MAIN_PROCESS
     else []
 )
 for warning in PLAN_WARNINGS:

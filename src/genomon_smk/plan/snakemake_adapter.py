@@ -1,0 +1,175 @@
+"""Every Snakemake internal the workflow touches, behind one door.
+
+The workflow's .smk files read the running Snakemake through these functions only (plus its
+documented API: `workflow.basedir`, `config`, `rules`, `WorkflowError`, `validate`,
+`min_version`). Each accessor names the attribute it reads in the pinned Snakemake (9.27, see
+requirements.txt) and has a test against it (tests/test_snakemake_adapter.py): a Snakemake
+upgrade that moves one fails there, not in a user's run.
+
+Process roles. Snakemake parses the workflow in every process: the main one (the command the
+user runs, dry run or not) and each job's own (`--mode remote` on a cluster node, `--mode
+subprocess` for a local job). Planning and checks that only the main process needs (the plans,
+the cohort's file checks, the console) run only where `is_main_process` is true.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable
+
+CLUSTERS = ("local", "slurm", "slurm-allocation", "pjm", "pjm-allocation")
+
+
+def is_main_process(workflow) -> bool:
+    """The process the user started (Workflow.is_main_process: exec mode DEFAULT)."""
+    return bool(workflow.is_main_process)
+
+
+def is_job_process(workflow) -> bool:
+    """A job's own Snakemake: `--mode remote` (a cluster job) or `--mode subprocess` (a local
+    job run by the main process)."""
+    return bool(workflow.remote_exec or workflow.subprocess_exec)
+
+
+def config_files(workflow) -> list[str]:
+    """The --configfile paths in command-line order (Workflow.overwrite_configfiles)."""
+    return [str(path) for path in workflow.overwrite_configfiles or []]
+
+
+def uses_conda(workflow) -> bool:
+    """--sdm conda (DeploymentSettings.deployment_method holds DeploymentMethod.CONDA)."""
+    from snakemake.settings.types import DeploymentMethod
+
+    return DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+
+
+def default_resource_args(workflow) -> list[str]:
+    """The --default-resources as given, KEY=VALUE strings (ResourceSettings.default_resources
+    .args; [] when none)."""
+    defaults = workflow.resource_settings.default_resources
+    return list(defaults.args) if defaults and defaults.args else []
+
+
+def cluster_kind(configured: str | None, workflow) -> str:
+    """Where the jobs run: config `cluster` (the profiles set it), else "pjm" for a profile that
+    predates the key and gives every job a PJM resource group (its pjsub command needs
+    pjm_rscgrp), else "local"."""
+    if configured:
+        return configured
+    if any(arg.startswith("pjm_rscgrp=") for arg in default_resource_args(workflow)):
+        return "pjm"
+    return "local"
+
+
+def total_cores(workflow) -> int | None:
+    """--cores as Snakemake resolved it (Workflow._cores via Workflow.cores); None when unset or
+    unbounded (a cluster executor)."""
+    from snakemake.exceptions import WorkflowError
+
+    try:
+        cores = workflow.cores
+    except WorkflowError:
+        return None
+    return None if cores is None or cores >= sys.maxsize else cores
+
+
+def fixed_threads(workflow) -> dict[str, int | None]:
+    """Every rule's thread count (Rule.resources["_cores"], a Resource in Snakemake 9); None for
+    one a function gives per job."""
+
+    def value(resource):
+        if hasattr(resource, "is_evaluable"):
+            return None if resource.is_evaluable() else resource.value
+        return resource
+
+    return {rule.name: value(rule.resources.get("_cores")) for rule in workflow.rules}
+
+
+def wrap_unlock(workflow, wrapper: Callable[[Callable[[], None]], Callable[[], None]]) -> None:
+    """`snakemake --unlock` parses the workflow, then calls Workflow.unlock(): replace it by
+    wrapper(the original) (Snakemake 9 has no setting the workflow could read for it)."""
+    workflow.unlock = wrapper(workflow.unlock)
+
+
+def shows_every_job(workflow) -> bool:
+    """-p or --verbose: the user asked for Snakemake's full block per job
+    (OutputSettings.printshellcmds, .verbose)."""
+    settings = workflow.output_settings
+    return bool(settings.printshellcmds or settings.verbose)
+
+
+def is_dry_run(workflow) -> bool:
+    """-n (Workflow.dryrun: the executor is the dry-run one; false while the Snakefile is
+    parsed, so read it when a record is logged)."""
+    return bool(workflow.dryrun)
+
+
+def snakemake_logger() -> logging.Logger:
+    """The logger Snakemake prints through ("snakemake.logging")."""
+    return logging.getLogger("snakemake.logging")
+
+
+def log_event(record: logging.LogRecord):
+    """The LogEvent a Snakemake record carries (snakemake_interface_logger_plugins), or None."""
+    return getattr(record, "event", None)
+
+
+def is_rules_chatter(record: logging.LogRecord) -> bool:
+    """A record Snakemake marks as --quiet rules (temp-file removals)."""
+    from snakemake.settings.enums import Quietness
+
+    return getattr(record, "quietness", None) == Quietness.RULES
+
+
+def log_events():
+    """snakemake_interface_logger_plugins.common.LogEvent."""
+    from snakemake_interface_logger_plugins.common import LogEvent
+
+    return LogEvent
+
+
+def plan_faster() -> None:
+    """Main process only: two costs of Snakemake's planning that this workflow does not need, cut
+    (bench/dryrun_scale.py, docs/benchmarks.md):
+    - a dry run formats every job's block (its shell command three times) for a record the
+      console drops (rules/console.smk) unless -p or --verbose: the dry-run executor's printjob
+      skips it then (snakemake.executors.dryrun.Executor.printjob);
+    - Snakemake asks inspect.signature for the parameters of every rule function once per job
+      (snakemake.common.get_function_params, imported by name into snakemake.rules and
+      snakemake.jobs): remembered per function."""
+    import snakemake.executors.dryrun as dryrun
+    import snakemake.jobs
+    import snakemake.rules
+
+    executor = dryrun.Executor
+    if not hasattr(executor.printjob, "full"):
+        full = executor.printjob
+
+        def printjob(self, job):
+            if shows_every_job(self.workflow):
+                return full(self, job)
+            for single in job.jobs if job.is_group() else [job]:
+                self.printcache(single)
+
+        printjob.full = full
+        executor.printjob = printjob
+    for module in (snakemake.rules, snakemake.jobs):
+        if not hasattr(module.get_function_params, "uncached"):
+            module.get_function_params = remembered(module.get_function_params)
+
+
+def remembered(get_params):
+    """get_params(function), remembered per function (a function that cannot be a dict key is
+    asked each time)."""
+    cache = functools.lru_cache(maxsize=4096)(get_params)
+
+    def get_function_params(func):
+        try:
+            return cache(func)
+        except TypeError:
+            return get_params(func)
+
+    get_function_params.uncached = get_params
+    return get_function_params

@@ -173,12 +173,13 @@ class Records(logging.Handler):
 def test_plan_faster(parsed, printshellcmds):
     """A dry run plans the same jobs without making the job blocks the console drops; -p still
     gets them. Rule functions' parameters are looked up once."""
+    import snakemake.common
     import snakemake.jobs
     import snakemake.rules
 
     adapter.plan_faster()
     adapter.plan_faster()  # idempotent
-    for module in (snakemake.rules, snakemake.jobs):
+    for module in (snakemake.common, snakemake.rules, snakemake.jobs):
         assert module.get_function_params(test_plan_faster) is module.get_function_params(test_plan_faster)
         assert not hasattr(module.get_function_params.uncached, "uncached")
     workflow, _, workflow_api = parsed(OutputSettings(printshellcmds=printshellcmds))
@@ -191,3 +192,14 @@ def test_plan_faster(parsed, printshellcmds):
     assert (LogEvent.JOB_INFO in records.events) is printshellcmds
     assert LogEvent.RUN_INFO in records.events  # the Job stats
     assert {job.rule.name for job in workflow.dag.jobs} == {"all", "fixed"}
+
+
+@pytest.mark.parametrize("cluster", ["pjm", "slurm", None])
+def test_the_pjm_storage_warning_follows_config_cluster(tmp_path, testdata, capfd, cluster):
+    """The profile says where jobs run (config `cluster`): PJM jobs without the PJM storage
+    settings are warned about, other clusters are not; nothing is sniffed from resources."""
+    from conftest import parse_workflow, write_config
+
+    parse_workflow(write_config(tmp_path, testdata, cluster=cluster))
+    warned = "WARNING: PJM jobs, but storage.reference_staging is not llio_transfer" in capfd.readouterr().err
+    assert warned is (cluster == "pjm")

@@ -1,6 +1,7 @@
 """The config, the cohort and the regions: read and checked here, once, before any job is
 planned (parse-time work: this file and plans.smk)."""
 
+import functools
 import os
 import shlex
 import sys
@@ -68,9 +69,11 @@ config["priorities"] = {**PRIORITIES, **config["priorities"]}
 CLUSTER = snakemake_adapter.cluster_kind(config["cluster"], workflow)
 
 
+@functools.cache
 def config_options(*key):
     """A free-text options key (map.bwa_params, sv_filt.params, ...) as quoted shell words: the
-    one way every job gets them (each was split once already, by the config check)."""
+    one way every job gets them (each was split once already, by the config check); made once
+    per key (a cohort's mutation jobs ask for theirs 74,000 times)."""
     return quoted_options(value_at(config, key))
 
 

@@ -137,8 +137,9 @@ def plan_faster() -> None:
       console drops (rules/console.smk) unless -p or --verbose: the dry-run executor's printjob
       skips it then (snakemake.executors.dryrun.Executor.printjob);
     - Snakemake asks inspect.signature for the parameters of every rule function once per job
-      (snakemake.common.get_function_params, imported by name into snakemake.rules and
+      (snakemake.common.get_function_params, also imported by name into snakemake.rules and
       snakemake.jobs): remembered per function."""
+    import snakemake.common
     import snakemake.executors.dryrun as dryrun
     import snakemake.jobs
     import snakemake.rules
@@ -155,7 +156,7 @@ def plan_faster() -> None:
 
         printjob.full = full
         executor.printjob = printjob
-    for module in (snakemake.rules, snakemake.jobs):
+    for module in (snakemake.common, snakemake.rules, snakemake.jobs):
         if not hasattr(module.get_function_params, "uncached"):
             module.get_function_params = remembered(module.get_function_params)
 

@@ -54,13 +54,13 @@ def parsed(tmp_path):
     """parsed(**settings) -> (the Workflow, its SEEN dict, the API), from a Snakefile and a
     config file in tmp_path."""
     snakefile = tmp_path / "Snakefile"
-    snakefile.write_text(SNAKEFILE)
     configfile = tmp_path / "config.yaml"
     configfile.write_text("{}\n")
     cwd = os.getcwd()
     apis = []
 
-    def parse(output=None, **settings):
+    def parse(output=None, text=SNAKEFILE, **settings):
+        snakefile.write_text(text)
         api = SnakemakeApi(output or OutputSettings())
         api.__enter__()
         apis.append(api)
@@ -192,6 +192,22 @@ def test_plan_faster(parsed, printshellcmds):
     assert (LogEvent.JOB_INFO in records.events) is printshellcmds
     assert LogEvent.RUN_INFO in records.events  # the Job stats
     assert {job.rule.name for job in workflow.dag.jobs} == {"all", "fixed"}
+
+
+def test_plan_faster_keeps_every_jobs_conda_env(parsed, tmp_path):
+    """The rule's cached conda env spec, without the job's params: the same spec as before."""
+    import snakemake.jobs
+
+    (tmp_path / "env.yaml").write_text("channels: [conda-forge]\ndependencies: [python]\n")
+    adapter.plan_faster()
+    workflow, _, workflow_api = parsed(text=SNAKEFILE.replace("threads: 4", 'threads: 4\n    conda: "env.yaml"'))
+    workflow_api.dag().execute_workflow(executor="dryrun")
+    jobs = {job.rule.name: job for job in workflow.dag.jobs}
+    full = snakemake.jobs.Job.conda_env_spec.fget.full
+    for job in jobs.values():
+        assert job.conda_env_spec == full(job)
+    assert str(jobs["fixed"].conda_env_spec.file.get_path_or_uri(secret_free=True)).endswith("env.yaml")
+    assert jobs["all"].conda_env_spec is None
 
 
 @pytest.mark.parametrize("cluster", ["pjm", "slurm", None])

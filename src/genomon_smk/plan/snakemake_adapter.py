@@ -138,7 +138,11 @@ def plan_faster() -> None:
       skips it then (snakemake.executors.dryrun.Executor.printjob);
     - Snakemake asks inspect.signature for the parameters of every rule function once per job
       (snakemake.common.get_function_params, also imported by name into snakemake.rules and
-      snakemake.jobs): remembered per function."""
+      snakemake.jobs): remembered per function;
+    - every job's conda env spec (Job.conda_env_spec, asked for every job by
+      DAG.update_conda_envs) evaluates the job's params before Rule.expand_conda_env returns the
+      rule's cached spec: the cached spec is returned without them (a dry run then evaluates
+      params only where it needs them, e.g. the params rerun trigger of a job that ran)."""
     import snakemake.common
     import snakemake.executors.dryrun as dryrun
     import snakemake.jobs
@@ -159,6 +163,24 @@ def plan_faster() -> None:
     for module in (snakemake.common, snakemake.rules, snakemake.jobs):
         if not hasattr(module.get_function_params, "uncached"):
             module.get_function_params = remembered(module.get_function_params)
+    job = snakemake.jobs.Job
+    if not hasattr(job.conda_env_spec.fget, "full"):
+        job.conda_env_spec = property(rule_env_first(job.conda_env_spec.fget, snakemake.rules._NOT_CACHED))
+
+
+def rule_env_first(full, not_cached):
+    """Job.conda_env_spec, returning the rule's cached spec (Rule._expanded_conda_env) without
+    evaluating the job's params; full(job) otherwise."""
+
+    def conda_env_spec(job):
+        if job._conda_env_spec is None:
+            cached = job.rule._expanded_conda_env
+            if cached is not not_cached:
+                return cached
+        return full(job)
+
+    conda_env_spec.full = full
+    return conda_env_spec
 
 
 def remembered(get_params):

@@ -190,6 +190,11 @@ def test_plan_faster(parsed, printshellcmds):
     finally:
         adapter.snakemake_logger().removeHandler(records)
     assert (LogEvent.JOB_INFO in records.events) is printshellcmds
+    import snakemake.scheduling.job_scheduler as job_scheduler
+
+    assert hasattr(job_scheduler.JobScheduler._free_resources, "full")  # skipped in a dry run
+    if not printshellcmds:  # no job's resources evaluated (-p prints them)
+        assert not any(job._resources for job in workflow.dag.jobs if job.rule.name == "fixed")
     assert LogEvent.RUN_INFO in records.events  # the Job stats
     assert {job.rule.name for job in workflow.dag.jobs} == {"all", "fixed"}
 

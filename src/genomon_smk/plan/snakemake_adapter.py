@@ -142,11 +142,15 @@ def plan_faster() -> None:
     - every job's conda env spec (Job.conda_env_spec, asked for every job by
       DAG.update_conda_envs) evaluates the job's params before Rule.expand_conda_env returns the
       rule's cached spec: the cached spec is returned without them (a dry run then evaluates
-      params only where it needs them, e.g. the params rerun trigger of a job that ran)."""
+      params only where it needs them, e.g. the params rerun trigger of a job that ran);
+    - a dry run's scheduler takes no resources for the jobs it lists (JobScheduler.schedule:
+      `run = needrun`), yet gives every finished job's back (JobScheduler._free_resources),
+      which evaluates every job's resources: skipped in a dry run."""
     import snakemake.common
     import snakemake.executors.dryrun as dryrun
     import snakemake.jobs
     import snakemake.rules
+    import snakemake.scheduling.job_scheduler as job_scheduler
 
     executor = dryrun.Executor
     if not hasattr(executor.printjob, "full"):
@@ -163,9 +167,24 @@ def plan_faster() -> None:
     for module in (snakemake.common, snakemake.rules, snakemake.jobs):
         if not hasattr(module.get_function_params, "uncached"):
             module.get_function_params = remembered(module.get_function_params)
+    scheduler = job_scheduler.JobScheduler
+    if not hasattr(scheduler._free_resources, "full"):
+        scheduler._free_resources = not_in_dry_runs(scheduler._free_resources)
     job = snakemake.jobs.Job
     if not hasattr(job.conda_env_spec.fget, "full"):
         job.conda_env_spec = property(rule_env_first(job.conda_env_spec.fget, snakemake.rules._NOT_CACHED))
+
+
+def not_in_dry_runs(full):
+    """A JobScheduler method that does nothing in a dry run (JobScheduler.dryrun)."""
+
+    def method(scheduler, *args, **kwargs):
+        if scheduler.dryrun:
+            return None
+        return full(scheduler, *args, **kwargs)
+
+    method.full = full
+    return method
 
 
 def rule_env_first(full, not_cached):

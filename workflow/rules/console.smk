@@ -97,6 +97,6 @@ SNAKEMAKE_LOGGER = snakemake_adapter.snakemake_logger()
 if MAIN_PROCESS:
     SNAKEMAKE_LOGGER.addFilter(ConciseJobInfo())
     SNAKEMAKE_LOGGER.addHandler(SummaryAtEnd())
-    # The job blocks the filter drops in a dry run are not made at all (and two other costs of
+    # The job blocks the filter drops in a dry run are not made at all (and three other costs of
     # Snakemake's planning cut: snakemake_adapter.plan_faster).
     snakemake_adapter.plan_faster()

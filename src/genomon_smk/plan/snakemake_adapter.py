@@ -131,7 +131,7 @@ def log_events():
 
 
 def plan_faster() -> None:
-    """Main process only: two costs of Snakemake's planning that this workflow does not need, cut
+    """Main process only: four costs of Snakemake's planning that this workflow does not need, cut
     (bench/dryrun_scale.py, docs/benchmarks.md):
     - a dry run formats every job's block (its shell command three times) for a record the
       console drops (rules/console.smk) unless -p or --verbose: the dry-run executor's printjob

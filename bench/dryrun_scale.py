@@ -16,6 +16,15 @@ the dry run and the load average during it. Configurations whose predicted DAG e
 
 Inputs are placeholders (a FASTQ record per file, a sparse GRCh37-shaped FASTA): a dry run reads
 only what the checks before any job read.
+
+`job start s` is a cluster job's own start at that cohort size: the command an executor runs in
+the job (`python -m snakemake --target-jobs split_fastq:sample=tumor000 --allowed-rules
+split_fastq --mode remote ...`, Snakemake's job arguments), here with -n so that it stops once
+its job is planned: the Snakefile's parse and the job's DAG, what every job pays before its tool
+starts (wall and CPU seconds, `job CPU s`, each the best of --job-starts tries). In both the dry
+run and the job the Slurm executor plugin's `scontrol` probe is left out with an `scontrol` that
+fails at once (on this machine it waits ~9 s for a controller that does not run; milliseconds
+on a cluster).
 """
 
 from __future__ import annotations
@@ -73,6 +82,48 @@ class Measurement:
     cpu: float
     peak_mb: float
     load: float
+
+
+# What an executor puts on a job's command line (snakemake_interface_executor_plugins
+# RealExecutor.format_job_exec), for the first split job; -n stops it once the job is planned.
+JOB_ARGS = [
+    "--target-jobs", "split_fastq:sample=tumor000", "--allowed-rules", "split_fastq", "--cores", "2",
+    "--attempt", "1", "--force-use-threads", "--force", "--target-files-omit-workdir-adjustment",
+    "--max-inventory-time", "0", "--nocolor", "--notemp", "--no-hooks", "--nolock", "--ignore-incomplete",
+    "--rerun-triggers", "mtime", "params", "input", "software-env", "--mode", "remote", "-n",
+]
+
+
+def no_scontrol(directory: Path) -> dict[str, str]:
+    """An environment whose `scontrol` fails at once (see the module's docstring)."""
+    shim = directory / "no-scontrol"
+    shim.mkdir(exist_ok=True)
+    (shim / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+    (shim / "scontrol").chmod(0o755)
+    return dict(os.environ, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
+
+
+def job_start(config: Path, tries: int) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of a cluster job's own Snakemake until its job is
+    planned, the best of tries each."""
+    env = no_scontrol(config.parent)
+    walls, cpus = [], []
+    for _ in range(tries):
+        with tempfile.TemporaryFile("w+") as out:
+            start = time.monotonic()
+            process = subprocess.Popen(
+                [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"),
+                 *JOB_ARGS, "--configfiles", str(config)],
+                cwd=config.parent, stdout=out, stderr=subprocess.STDOUT, text=True, env=env,
+            )
+            _, status, usage = os.wait4(process.pid, 0)
+            walls.append(time.monotonic() - start)
+            cpus.append(usage.ru_utime + usage.ru_stime)
+            out.seek(0)
+            output = out.read()
+        if os.waitstatus_to_exitcode(status) != 0 or "split_fastq        1" not in output:
+            raise SystemExit(f"the job's snakemake failed for {config}:\n{output[-4000:]}")
+    return min(walls), min(cpus)
 
 
 def schema_defaults() -> tuple[int, int, int]:
@@ -178,7 +229,7 @@ def dry_run(config: Path, profile: str | None = None) -> Measurement:
         start = time.monotonic()
         process = subprocess.Popen(
             [*snakemake, "-n", "--quiet", "rules", "--cores", "2", "--configfile", str(config)],
-            cwd=REPO, stdout=out, stderr=err, text=True,
+            cwd=REPO, stdout=out, stderr=err, text=True, env=no_scontrol(config.parent),
         )
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.monotonic() - start
@@ -201,9 +252,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-jobs", type=int, default=100_000,
                         help="skip configurations whose predicted DAG is larger (default %(default)s)")
     parser.add_argument("--profile", help="write a cProfile of the (single) dry run to this file")
+    parser.add_argument("--job-starts", type=int, default=3,
+                        help="time a cluster job's own start this many times, the best kept (0: not)")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args(argv)
-    header = ("granularity", "pairs", "samples", "chunks", "regions", "jobs", "wall s", "CPU s", "peak MB", "load")
+    header = ("granularity", "pairs", "samples", "chunks", "regions", "jobs", "wall s", "CPU s", "peak MB", "load",
+              "job start s", "job CPU s")
     if args.markdown:
         print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     else:
@@ -220,15 +274,17 @@ def main(argv: list[str] | None = None) -> None:
         predicted = total_jobs(shape)
         cells = [name, pairs, shape.samples, shape.chunks, shape.regions]
         if predicted > args.max_jobs:
-            cells += [f"{predicted} (predicted)", "not run", "", "", ""]
+            cells += [f"{predicted} (predicted)", "not run", "", "", "", "", ""]
         else:
             with tempfile.TemporaryDirectory() as tmp:
-                result = dry_run(write_inputs(Path(tmp), pairs, granularity), args.profile)
+                config = write_inputs(Path(tmp), pairs, granularity)
+                result = dry_run(config, args.profile)
+                start = job_start(config, args.job_starts) if args.job_starts else None
             if result.jobs != predicted:
                 print(f"WARNING: Snakemake planned {result.jobs} jobs, the stage plan predicts {predicted}",
                       file=sys.stderr)
             cells += [result.jobs, f"{result.wall:.1f}", f"{result.cpu:.1f}", f"{result.peak_mb:.0f}",
-                      f"{result.load:.1f}"]
+                      f"{result.load:.1f}", *(f"{seconds:.1f}" for seconds in start or ())] + ([] if start else ["", ""])
         if args.markdown:
             print("| " + " | ".join(str(cell) for cell in cells) + " |", flush=True)
         else:

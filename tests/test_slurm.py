@@ -149,7 +149,13 @@ def test_slurm_allocation_profile_runs_rule_jobs_as_steps_of_one_allocation(
 # with the project's retry mechanism (workflow/rules/retries.smk) included as the pipeline does.
 RETRY_SNAKEFILE = """
 rule all:
-    input: "grown.txt", "broken.txt"
+    input: "grown.txt", "broken.txt", "slow.txt"
+
+rule slow:
+    output: "slow.txt"
+    log: "logs/slow.log"
+    resources: runtime=1
+    shell: "echo {resources.runtime} >> slow-attempts.txt; sleep 75; touch {output}"
 
 rule grow:
     output: "grown.txt"
@@ -167,21 +173,23 @@ include: "RETRIES"
 """
 
 
-def test_slurm_retry_grows_the_memory_a_job_was_short_of_and_does_not_rerun_a_tool_error(slurm, tmp_path):
-    """A job Slurm kills for using more memory than it asked for is retried with twice the
-    memory and succeeds; a job whose tool fails is not run again (its second attempt ends at
-    once with the first error). Memory, not run time: Slurm's shortest time limit is a minute
-    and its time-limit check runs every 30 s, so a timeout test would take minutes; this test
-    Slurm (no cgroups) enforces memory by sampling each step every second (OverMemoryKill) and
-    reports the job FAILED with `exceeded memory limit` in its log, which is read like the
-    OUT_OF_MEMORY / TIMEOUT states a cgroup cluster reports (tests/test_retries.py)."""
+@pytest.mark.timeout(420)
+def test_slurm_retry_grows_the_time_or_memory_a_job_was_short_of_and_does_not_rerun_a_tool_error(slurm, tmp_path):
+    """A job Slurm ends at its time limit is retried with twice the run time and succeeds; a job
+    Slurm kills for using more memory than it asked for is retried with twice the memory and
+    succeeds; a job whose tool fails is not run again (its second attempt ends at once with the
+    first error). The time-out takes minutes (Slurm's shortest limit is a minute, checked every
+    30 s); the three run side by side. This test Slurm (no cgroups) enforces memory by sampling
+    each step every second (OverMemoryKill) and reports the job FAILED with `exceeded memory
+    limit` in its log, which is read like the OUT_OF_MEMORY state a cgroup cluster reports
+    (tests/test_retries.py)."""
     (tmp_path / "Snakefile").write_text(
         RETRY_SNAKEFILE.replace("RETRIES", str(REPO / "workflow" / "rules" / "retries.smk")))
     rc, output = run_interruptible(
-        ["--executor", "slurm", "--jobs", "2", "--retries", "1", "--keep-going", "--slurm-status-command", "squeue",
+        ["--executor", "slurm", "--jobs", "3", "--retries", "1", "--keep-going", "--slurm-status-command", "squeue",
          "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
          "--latency-wait", "5", "--default-resources", "slurm_partition=debug", "runtime=5"],
-        cwd=tmp_path, timeout=150)
+        cwd=tmp_path, timeout=400)
     assert rc != 0, output[-3000:]  # the broken rule fails for good
     assert (tmp_path / "grown.txt").exists(), output[-5000:]
     # Submitted with 400 MB, killed (the job's Snakemake and the tool are over it), resubmitted
@@ -191,6 +199,11 @@ def test_slurm_retry_grows_the_memory_a_job_was_short_of_and_does_not_rerun_a_to
     assert (tmp_path / "grow-attempts.txt").read_text().split()[-1] == "800", output[-5000:]
     killed = (tmp_path / ".snakemake" / "slurm_logs" / "rule_grow").glob("*.log")
     assert any("exceeded memory limit" in path.read_text() for path in killed), output[-5000:]
+    # Submitted with a 1-minute limit, ended by Slurm at it, resubmitted with 2 minutes.
+    assert (tmp_path / "slow.txt").exists(), output[-5000:]
+    assert (tmp_path / "slow-attempts.txt").read_text().split() == ["1", "2"], output[-5000:]
+    timed_out = (tmp_path / ".snakemake" / "slurm_logs" / "rule_slow").glob("*.log")
+    assert any("DUE TO TIME LIMIT" in path.read_text() for path in timed_out), output[-5000:]
     # The tool of the broken rule ran once; its second attempt was a Slurm job that did no work.
     assert (tmp_path / "broken-attempts.txt").read_text().split() == ["400"], output[-5000:]
     refused = [path.read_text() for path in (tmp_path / ".snakemake" / "slurm_logs" / "rule_broken").glob("*.log")]

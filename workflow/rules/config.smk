@@ -1,6 +1,7 @@
 """The config, the cohort and the regions: read and checked here, once, before any job is
 planned (parse-time work: this file and plans.smk)."""
 
+import functools
 import os
 import shlex
 import sys
@@ -9,9 +10,9 @@ from pathlib import Path
 import yaml
 
 from snakemake.exceptions import WorkflowError
-from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version, validate
 
+from genomon_smk.plan import snakemake_adapter
 from genomon_smk.plan.config_check import (
     cluster_fragment,
     config_problems,
@@ -46,20 +47,25 @@ SCHEMAS = WORKFLOW_DIR / "schemas"
 
 # The project's Python steps run with the interpreter that runs Snakemake (the .venv), whatever
 # the shell's PATH holds; with --sdm conda, with the rule env's python and this checkout's package.
-CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+CONDA = snakemake_adapter.uses_conda(workflow)
 if CONDA:
     PYTHON = f"env PYTHONPATH={shlex.quote(str(WORKFLOW_DIR.parent / 'src'))} python"
 else:
     PYTHON = shlex.quote(sys.executable)
 
-if not workflow.overwrite_configfiles:
+# The main process plans and checks; a job's own Snakemake (a cluster job's re-parse, a local
+# job's subprocess) only finds its job: no cohort-wide checks or plans there.
+MAIN_PROCESS = snakemake_adapter.is_main_process(workflow)
+if not snakemake_adapter.config_files(workflow):
     raise WorkflowError(
         "no config file given: run with --configfile FILE (config/config.yaml is a documented example)"
     )
-CONFIG_FILE = Path(workflow.overwrite_configfiles[-1]).resolve()
+CONFIG_FILES = [
+    str(Path(path).resolve()) for path in snakemake_adapter.config_files(workflow)
+]
+CONFIG_FILE = Path(CONFIG_FILES[-1])
 CONFIG_DIR = CONFIG_FILE.parent
 
-CONFIG_FILES = [str(Path(path).resolve()) for path in workflow.overwrite_configfiles]
 # A cluster profile names its cluster (profiles/pjm: `config: {cluster: pjm}`): its storage
 # fragment then lies under the user's config, so `--profile profiles/pjm` alone gives the LLIO
 # tiers and the config files may still override any of their keys.
@@ -76,7 +82,7 @@ if CONFIG_PROBLEMS:
     raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))
 validate(config, SCHEMAS / "config.schema.yaml", set_default=True)
 # The mutation tools' options by their own parsers: in the process that plans, not in each job.
-if workflow.is_main_process and config["mutation_tools"] == "builtin":
+if MAIN_PROCESS and config["mutation_tools"] == "builtin":
     TOOL_OPTION_PROBLEMS = tool_option_problems(
         {path: value_at(config, path) for path in CHECKED_OPTIONS}
     )
@@ -89,11 +95,15 @@ if workflow.is_main_process and config["mutation_tools"] == "builtin":
             )
         )
 config["priorities"] = {**PRIORITIES, **config["priorities"]}
+# Where the jobs run (the profiles set config `cluster`).
+CLUSTER = snakemake_adapter.cluster_kind(config["cluster"], workflow)
 
 
+@functools.cache
 def config_options(*key):
     """A free-text options key (map.bwa_params, sv_filt.params, ...) as quoted shell words: the
-    one way every job gets them (each was split once already, by the config check)."""
+    one way every job gets them (each was split once already, by the config check); made once
+    per key (a cohort's mutation jobs ask for theirs 74,000 times)."""
     return quoted_options(value_at(config, key))
 
 
@@ -197,6 +207,8 @@ try:
             if "genomon_sample_sheet" in config
             else None
         ),
+        # The files were checked by the main process before any job was submitted.
+        check_files=MAIN_PROCESS,
     )
     REGIONS = regions_of(
         CONTIGS,

@@ -7,9 +7,6 @@ away."""
 import logging
 import time
 
-from snakemake.settings.enums import Quietness
-from snakemake_interface_logger_plugins.common import LogEvent
-
 from genomon_smk.runtime.console import PairFiles, failure_summary, job_line, summary
 
 # What the summary counts and points at, by pair.
@@ -66,14 +63,13 @@ class ConciseJobInfo(logging.Filter):
         self.job_stats = None
 
     def filter(self, record):
-        settings = workflow.output_settings
-        if settings.printshellcmds or settings.verbose:
+        if snakemake_adapter.shows_every_job(workflow):
             return True
-        if getattr(record, "quietness", None) == Quietness.RULES:
+        if snakemake_adapter.is_rules_chatter(record):
             return False  # "Removing temporary output ...", "Would remove temporary output ..."
-        event = getattr(record, "event", None)
+        event = snakemake_adapter.log_event(record)
         if event == LogEvent.JOB_INFO:
-            if workflow.dryrun:
+            if snakemake_adapter.is_dry_run(workflow):
                 return False
             record.msg = job_line(record.__dict__)
         elif event == LogEvent.JOB_FINISHED:
@@ -115,7 +111,7 @@ class SummaryAtEnd(logging.Handler):
     }
 
     def emit(self, record):
-        event = getattr(record, "event", None)
+        event = snakemake_adapter.log_event(record)
         if event == LogEvent.JOB_ERROR:
             logs = [str(log) for log in getattr(record, "log", None) or []]
             FAILED_JOBS[record.jobid] = (f"{record.rule_name} #{record.jobid}", logs)
@@ -130,7 +126,11 @@ class SummaryAtEnd(logging.Handler):
                 print_run_summary(dry_run)
 
 
-SNAKEMAKE_LOGGER = logging.getLogger("snakemake.logging")
-if workflow.is_main_process:
+LogEvent = snakemake_adapter.log_events()
+SNAKEMAKE_LOGGER = snakemake_adapter.snakemake_logger()
+if MAIN_PROCESS:
     SNAKEMAKE_LOGGER.addFilter(ConciseJobInfo())
     SNAKEMAKE_LOGGER.addHandler(SummaryAtEnd())
+    # The job blocks the filter drops in a dry run are not made at all (and three other costs of
+    # Snakemake's planning cut: snakemake_adapter.plan_faster).
+    snakemake_adapter.plan_faster()

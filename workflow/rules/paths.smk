@@ -1,12 +1,13 @@
 """Paths and targets: logs, benchmarks, a sample's lanes and final BAM, the pair's BAMs and
-results, the mutation tools' command lines, wildcard constraints, the timeline's slots and the
-post-analysis tables (SV detection's: rules/sv_paths.smk).
+results, the mutation tools' command lines, wildcard constraints, the timeline's slots, the
+post-analysis tables (SV detection's: rules/sv_paths.smk) and every final file of a run.
 """
 
-import re
+import functools
 import shutil
 
 from genomon_smk.plan.input_identity import fingerprint
+from genomon_smk.plan.name_pattern import one_of
 from genomon_smk.plan.samplesheet import Lane
 
 
@@ -165,11 +166,6 @@ def with_indexes(bams):
     ]
 
 
-def one_of(names):
-    """A wildcard constraint matching exactly these names (and nothing when there are none)."""
-    return "|".join(map(re.escape, names)) or "(?!)"
-
-
 wildcard_constraints:
     sample=one_of(SAMPLES),
     chunk=r"\d{4}",
@@ -185,32 +181,17 @@ def timeline_slots():
     """
     if config["timeline"]["slots"]:
         return config["timeline"]["slots"]
-    try:
-        cores = workflow.cores
-    except WorkflowError:
-        return ""
-    return "" if cores is None or cores >= sys.maxsize else cores
+    return snakemake_adapter.total_cores(workflow) or ""
 
 
 def rule_threads():
     """RULE=N for every rule with a fixed thread count other than one (a job holds that many
     slots; 0: none, a timer such as stagger_start)."""
-    counts = {
-        defined.name: fixed_value(defined.resources.get("_cores"))
-        for defined in workflow.rules
-    }
     return " ".join(
         f"{name}={count}"
-        for name, count in sorted(counts.items())
+        for name, count in sorted(snakemake_adapter.fixed_threads(workflow).items())
         if isinstance(count, int) and count != 1
     )
-
-
-def fixed_value(resource):
-    """A Snakemake 9 Resource's value (or a plain value); None for a callable, known only per job."""
-    if hasattr(resource, "is_evaluable"):
-        return None if resource.is_evaluable() else resource.value
-    return resource
 
 
 # Post-analysis and paplot (rules/post_analysis.smk, rules/paplot.smk): the cohort's name, its
@@ -360,3 +341,40 @@ def paplot_commands(wildcards, input):
                 f"--overview {shlex.quote(overview)} --ellipsis {mode}"
             )
     return "\n".join(commands)
+
+
+# Every final file of a run, defined once: `rule all` asks for them, and the utilisation
+# timeline waits for all of them (so it is drawn last); the *_TARGETS come from the rule files.
+# Listed when Snakemake plans those two jobs (input functions), not at every parse: a job's own
+# Snakemake lists no cohort.
+def final_targets(wildcards):
+    return every_final_file()
+
+
+@functools.cache
+def every_final_file():
+    return [
+        *expand(
+            final_bam("{sample}", "{suffix}"),
+            sample=SAMPLES,
+            suffix=["", ".bai", ".md5"],
+        ),
+        *expand(
+            mutation_result("{tumor}", "{suffix}"),
+            tumor=PAIRS,
+            suffix=[
+                ".txt",
+                ".filt.txt",
+                ".filt.vcf.gz",
+                ".filt.vcf.gz.tbi",
+                ".vcf.gz",
+                ".vcf.gz.tbi",
+            ],
+        ),
+        *QC_TARGETS,
+        *MUTATION_SUMMARY_TARGETS,
+        *SV_TARGETS,
+        *POST_ANALYSIS_TARGETS,
+        *PMSIGNATURE_TARGETS,
+        *PAPLOT_TARGETS,
+    ]

@@ -115,7 +115,7 @@ def storage_plan():
     else:
         reference_bytes = file_bytes(reference_files(REFERENCE))
     peak = peaks(uses, reference_bytes)
-    if workflow.is_main_process:
+    if MAIN_PROCESS:
         print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)
     problems = over_capacity(peak, capacity)
     if problems:
@@ -130,7 +130,7 @@ except ValueError as error:
 shell.prefix(job_shell_prefix(PLANNED_PEAKS))
 
 # Genomon's stages and their job counts for the whole run (a dry run runs no hooks: printed here).
-if workflow.is_main_process:
+if MAIN_PROCESS:
     print(
         stage_table(
             COHORT_SHAPE,
@@ -199,13 +199,9 @@ def pjm_storage_warnings():
     under the config; without those tiers (a --config replacing the profile's, or a config that
     overrides them) node-local temporaries would sit on the global file system and every job
     would read the reference from it, without LLIO."""
-    # profiles/pjm is recognised by its cluster value, or by its pjm_rscgrp resource when a
-    # --config replaced the profile's config entry (a dry run knows both).
-    defaults = workflow.resource_settings.default_resources
-    pjm_profile = any(
-        arg.startswith("pjm_rscgrp=") for arg in (defaults.args if defaults else [])
-    )
-    if config["cluster"] != "pjm" and not pjm_profile:
+    # The profile says where jobs run (config `cluster`; a profile's pjm_rscgrp resource when a
+    # --config replaced the profile's config entry: snakemake_adapter.cluster_kind).
+    if CLUSTER != "pjm":
         return []
     places = config["storage"]
     gaps = []
@@ -254,7 +250,7 @@ PLAN_WARNINGS = (
         + sv_annotation_warnings()
         + pmsignature_warnings()
     ]
-    if workflow.is_main_process
+    if MAIN_PROCESS
     else []
 )
 for warning in PLAN_WARNINGS:

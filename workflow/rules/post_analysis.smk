@@ -8,8 +8,13 @@ The cohort's name, its tables and the report's inputs are in paths.smk.
 
 rule post_analysis_mutation:
     input:
-        results=expand(mutation_result("{tumor}", ".txt"), tumor=PAIRS),
-        filtered=expand(mutation_result("{tumor}", ".filt.txt"), tumor=PAIRS),
+        # The cohort's files: listed when the job is planned (not in every job's parse).
+        results=lambda wildcards: expand(
+            mutation_result("{tumor}", ".txt"), tumor=PAIRS
+        ),
+        filtered=lambda wildcards: expand(
+            mutation_result("{tumor}", ".filt.txt"), tumor=PAIRS
+        ),
     output:
         **MUTATION_TABLES,
     log:
@@ -30,8 +35,12 @@ rule post_analysis_mutation:
 
 rule post_analysis_sv:
     input:
-        results=expand(sv_result("{sv_tumor}", ".txt"), sv_tumor=SV_PAIRS),
-        filtered=expand(sv_result("{sv_tumor}", ".filt.txt"), sv_tumor=SV_PAIRS),
+        results=lambda wildcards: expand(
+            sv_result("{sv_tumor}", ".txt"), sv_tumor=SV_PAIRS
+        ),
+        filtered=lambda wildcards: expand(
+            sv_result("{sv_tumor}", ".filt.txt"), sv_tumor=SV_PAIRS
+        ),
     output:
         **SV_TABLES,
     log:
@@ -52,8 +61,10 @@ rule post_analysis_sv:
 
 rule post_analysis_qc:
     input:
-        coverage=expand(rules.coverage.output.table, sample=QC_SAMPLES),
-        stats=expand(rules.bam_stats.output.stats, sample=QC_SAMPLES),
+        coverage=lambda wildcards: expand(
+            rules.coverage.output.table, sample=QC_SAMPLES
+        ),
+        stats=lambda wildcards: expand(rules.bam_stats.output.stats, sample=QC_SAMPLES),
     output:
         merged=MERGE_QC,
     log:

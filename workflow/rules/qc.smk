@@ -110,8 +110,10 @@ rule duplication_metrics:
 
 rule sv_multiqc_tables:
     input:
-        summaries=expand(rules.sv_summary.output.tsv, sv_tumor=SV_PAIRS),
-        parsed=[
+        summaries=lambda wildcards: expand(
+            rules.sv_summary.output.tsv, sv_tumor=SV_PAIRS
+        ),
+        parsed=lambda wildcards: [
             sv_parse_files(name)[kind]
             for name in SV_PARSED
             for kind in ("junction", "improper")
@@ -138,15 +140,20 @@ rule sv_multiqc_tables:
 
 rule multiqc:
     input:
-        stats=expand(rules.bam_stats.output.stats, sample=QC_SAMPLES),
-        flagstat=expand(rules.bam_stats.output.flagstat, sample=QC_SAMPLES),
-        summary=expand(rules.coverage.output.summary, sample=QC_SAMPLES),
-        dist=expand(rules.coverage.output.dist, sample=QC_SAMPLES),
-        duplication=expand(
+        # The cohort's files: listed when the job is planned (not in every job's parse).
+        stats=lambda wildcards: expand(rules.bam_stats.output.stats, sample=QC_SAMPLES),
+        flagstat=lambda wildcards: expand(
+            rules.bam_stats.output.flagstat, sample=QC_SAMPLES
+        ),
+        summary=lambda wildcards: expand(
+            rules.coverage.output.summary, sample=QC_SAMPLES
+        ),
+        dist=lambda wildcards: expand(rules.coverage.output.dist, sample=QC_SAMPLES),
+        duplication=lambda wildcards: expand(
             rules.duplication_metrics.output.metrics, sample=MAPPED_QC_SAMPLES
         ),
         # The report is made only for BAMs that passed the integrity check.
-        integrity=expand(
+        integrity=lambda wildcards: expand(
             rules.read_pair_integrity.output.report, sample=MAPPED_QC_SAMPLES
         ),
         # The SV stage's tables, when it runs.

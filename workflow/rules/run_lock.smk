@@ -11,7 +11,7 @@ RUN_LOCK = os.path.join(OUTPUT_DIR, run_lock.LOCK_NAME)
 THIS_RUN = run_lock.this_process(os.getcwd())
 # Every start, a dry run too, says who holds the output directory. A run proven gone (killed, on
 # this host) leaves Snakemake's locks too: removed, so that the same command resumes.
-if workflow.is_main_process:
+if MAIN_PROCESS:
     resumed = run_lock.clear_locks_of_dead_run(RUN_LOCK, OUTPUT_DIR, THIS_RUN.host)
     if resumed:
         print(resumed, file=sys.stderr)
@@ -23,7 +23,7 @@ if workflow.is_main_process:
 def take_run_lock():
     """From onstart, so only in the main process of a real run (dry runs and cluster jobs run no
     hooks): lock the output directory, or refuse while another run holds it."""
-    if not workflow.is_main_process:
+    if not MAIN_PROCESS:
         return
     os.makedirs(OUTPUT_DIR, exist_ok=True)
     taken, message = run_lock.acquire(RUN_LOCK, THIS_RUN)
@@ -58,5 +58,5 @@ def unlock_output_dir_too(snakemake_unlock):
     return unlock
 
 
-if workflow.is_main_process:
-    workflow.unlock = unlock_output_dir_too(workflow.unlock)
+if MAIN_PROCESS:
+    snakemake_adapter.wrap_unlock(workflow, unlock_output_dir_too)

@@ -1,6 +1,6 @@
 """Throughput: the run's utilisation timeline (the Fugaku paper's Figs. 7-11), one line per slot
 and one bar per job coloured by stage, drawn last from the benchmark files of this run's jobs.
-Included after every other rule: its input is FINAL_TARGETS, and it reads the other rules'
+Included after every other rule: its input is final_targets, and it reads the other rules'
 threads."""
 
 import time
@@ -10,7 +10,7 @@ TIMELINE_PREFIX = f"{OUTPUT_DIR}/qc/timeline/timeline"
 # The timeline draws this run's jobs only (earlier runs' benchmark files stay): the moment the
 # run started, for its local job's shell. Not a param: it changes every run, and a changed param
 # would rerun the timeline of a finished run.
-if workflow.is_main_process:
+if MAIN_PROCESS:
     os.environ.update(GENOMON_SMK_RUN_STARTED=f"{time.time():.3f}")
 
 
@@ -21,7 +21,7 @@ RULE_THREADS = rule_threads()
 
 rule utilisation_timeline:
     input:
-        FINAL_TARGETS,
+        final_targets,
     output:
         png=report(
             f"{TIMELINE_PREFIX}.png",

@@ -631,11 +631,14 @@ def load_cohort(
     panel_base: str = ".",
     reference_fai: str | None = None,
     reference_contigs: list[tuple[str, int]] | None = None,
+    check_files: bool = True,
 ) -> Cohort:
     """Read and check the cohort from either input form; raise InputError listing every problem.
     Panel BAM paths in control_panels resolve against panel_base (the config file's directory);
     given the reference's .fai, panel BAMs must have been mapped to that reference (its contigs:
-    reference_contigs, else read from the .fai; a reference still to be built has no .fai yet)."""
+    reference_contigs, else read from the .fai; a reference still to be built has no .fai yet).
+    check_files=False skips the checks beyond the tables themselves (the files, names, panels:
+    check_cohort), for a job's own Snakemake after the main process made them."""
     problems = Problems()
     if genomon_sample_sheet:
         if samples or pairs or control_panels:
@@ -661,9 +664,10 @@ def load_cohort(
         panels_where = "config: control_panels"
         samples_where = "the samples table"
     reference = None
-    if reference_fai:
+    if reference_fai and check_files:
         reference = (reference_fai, reference_contigs if reference_contigs is not None else read_fai(reference_fai))
-    check_cohort(cohort, problems, panels_where, reference, samples_where)
+    if check_files:
+        check_cohort(cohort, problems, panels_where, reference, samples_where)
     problems.raise_if_any()
     return cohort
 

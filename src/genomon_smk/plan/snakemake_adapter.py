@@ -1,0 +1,254 @@
+"""Every Snakemake internal the workflow touches, behind one door.
+
+The workflow's .smk files read the running Snakemake through these functions only (plus its
+documented API: `workflow.basedir`, `config`, `rules`, `WorkflowError`, `validate`,
+`min_version`). Each accessor names the attribute it reads in the pinned Snakemake (9.27, see
+requirements.txt) and has a test against it (tests/test_snakemake_adapter.py): a Snakemake
+upgrade that moves one fails there, not in a user's run.
+
+Process roles. Snakemake parses the workflow in every process: the main one (the command the
+user runs, dry run or not) and each job's own (`--mode remote` on a cluster node, `--mode
+subprocess` for a local job). Planning and checks that only the main process needs (the plans,
+the cohort's file checks, the console) run only where `is_main_process` is true.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+CLUSTERS = ("local", "slurm", "slurm-allocation", "pjm", "pjm-allocation")
+
+
+def is_main_process(workflow) -> bool:
+    """The process the user started (Workflow.is_main_process: exec mode DEFAULT)."""
+    return bool(workflow.is_main_process)
+
+
+def is_job_process(workflow) -> bool:
+    """A job's own Snakemake: `--mode remote` (a cluster job) or `--mode subprocess` (a local
+    job run by the main process)."""
+    return bool(workflow.remote_exec or workflow.subprocess_exec)
+
+
+def config_files(workflow) -> list[str]:
+    """The --configfile paths in command-line order (Workflow.overwrite_configfiles)."""
+    return [str(path) for path in workflow.overwrite_configfiles or []]
+
+
+def uses_conda(workflow) -> bool:
+    """--sdm conda (DeploymentSettings.deployment_method holds DeploymentMethod.CONDA)."""
+    from snakemake.settings.types import DeploymentMethod
+
+    return DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+
+
+def default_resource_args(workflow) -> list[str]:
+    """The --default-resources as given, KEY=VALUE strings (ResourceSettings.default_resources
+    .args; [] when none)."""
+    defaults = workflow.resource_settings.default_resources
+    return list(defaults.args) if defaults and defaults.args else []
+
+
+def cluster_kind(configured: str | None, workflow) -> str:
+    """Where the jobs run: config `cluster` (the profiles set it), else "pjm" for a profile that
+    predates the key and gives every job a PJM resource group (its pjsub command needs
+    pjm_rscgrp), else "local"."""
+    if configured:
+        return configured
+    if any(arg.startswith("pjm_rscgrp=") for arg in default_resource_args(workflow)):
+        return "pjm"
+    return "local"
+
+
+def total_cores(workflow) -> int | None:
+    """--cores as Snakemake resolved it (Workflow._cores via Workflow.cores); None when unset or
+    unbounded (a cluster executor)."""
+    from snakemake.exceptions import WorkflowError
+
+    try:
+        cores = workflow.cores
+    except WorkflowError:
+        return None
+    return None if cores is None or cores >= sys.maxsize else cores
+
+
+def fixed_threads(workflow) -> dict[str, int | None]:
+    """Every rule's thread count (Rule.resources["_cores"], a Resource in Snakemake 9); None for
+    one a function gives per job."""
+
+    def value(resource):
+        if hasattr(resource, "is_evaluable"):
+            return None if resource.is_evaluable() else resource.value
+        return resource
+
+    return {rule.name: value(rule.resources.get("_cores")) for rule in workflow.rules}
+
+
+def wrap_unlock(workflow, wrapper: Callable[[Callable[[], None]], Callable[[], None]]) -> None:
+    """`snakemake --unlock` parses the workflow, then calls Workflow.unlock(): replace it by
+    wrapper(the original) (Snakemake 9 has no setting the workflow could read for it)."""
+    workflow.unlock = wrapper(workflow.unlock)
+
+
+def shows_every_job(workflow) -> bool:
+    """-p or --verbose: the user asked for Snakemake's full block per job
+    (OutputSettings.printshellcmds, .verbose)."""
+    settings = workflow.output_settings
+    return bool(settings.printshellcmds or settings.verbose)
+
+
+def is_dry_run(workflow) -> bool:
+    """-n (Workflow.dryrun: the executor is the dry-run one; false while the Snakefile is
+    parsed, so read it when a record is logged)."""
+    return bool(workflow.dryrun)
+
+
+def snakemake_logger() -> logging.Logger:
+    """The logger Snakemake prints through ("snakemake.logging")."""
+    return logging.getLogger("snakemake.logging")
+
+
+def log_event(record: logging.LogRecord):
+    """The LogEvent a Snakemake record carries (snakemake_interface_logger_plugins), or None."""
+    return getattr(record, "event", None)
+
+
+def is_rules_chatter(record: logging.LogRecord) -> bool:
+    """A record Snakemake marks as --quiet rules (temp-file removals)."""
+    from snakemake.settings.enums import Quietness
+
+    return getattr(record, "quietness", None) == Quietness.RULES
+
+
+def log_events():
+    """snakemake_interface_logger_plugins.common.LogEvent."""
+    from snakemake_interface_logger_plugins.common import LogEvent
+
+    return LogEvent
+
+
+def plan_faster() -> None:
+    """Main process only: four costs of Snakemake's planning that this workflow does not need, cut
+    (bench/dryrun_scale.py, docs/benchmarks.md):
+    - a dry run formats every job's block (its shell command three times) for a record the
+      console drops (rules/console.smk) unless -p or --verbose: the dry-run executor's printjob
+      skips it then (snakemake.executors.dryrun.Executor.printjob);
+    - Snakemake asks inspect.signature for the parameters of every rule function once per job
+      (snakemake.common.get_function_params, also imported by name into snakemake.rules and
+      snakemake.jobs): remembered per function;
+    - every job's conda env spec (Job.conda_env_spec, asked for every job by
+      DAG.update_conda_envs) evaluates the job's params before Rule.expand_conda_env returns the
+      rule's cached spec: the cached spec is returned without them (a dry run then evaluates
+      params only where it needs them, e.g. the params rerun trigger of a job that ran);
+    - a dry run's scheduler takes no resources for the jobs it lists (JobScheduler.schedule:
+      `run = needrun`), yet gives every finished job's back (JobScheduler._free_resources),
+      which evaluates every job's resources: skipped in a dry run."""
+    import snakemake.common
+    import snakemake.executors.dryrun as dryrun
+    import snakemake.jobs
+    import snakemake.rules
+    import snakemake.scheduling.job_scheduler as job_scheduler
+
+    executor = dryrun.Executor
+    if not hasattr(executor.printjob, "full"):
+        full = executor.printjob
+
+        def printjob(self, job):
+            if shows_every_job(self.workflow):
+                return full(self, job)
+            for single in job.jobs if job.is_group() else [job]:
+                self.printcache(single)
+
+        printjob.full = full
+        executor.printjob = printjob
+    for module in (snakemake.common, snakemake.rules, snakemake.jobs):
+        if not hasattr(module.get_function_params, "uncached"):
+            module.get_function_params = remembered(module.get_function_params)
+    scheduler = job_scheduler.JobScheduler
+    if not hasattr(scheduler._free_resources, "full"):
+        scheduler._free_resources = not_in_dry_runs(scheduler._free_resources)
+    job = snakemake.jobs.Job
+    if not hasattr(job.conda_env_spec.fget, "full"):
+        job.conda_env_spec = property(rule_env_first(job.conda_env_spec.fget, snakemake.rules._NOT_CACHED))
+
+
+def not_in_dry_runs(full):
+    """A JobScheduler method that does nothing in a dry run (JobScheduler.dryrun)."""
+
+    def method(scheduler, *args, **kwargs):
+        if scheduler.dryrun:
+            return None
+        return full(scheduler, *args, **kwargs)
+
+    method.full = full
+    return method
+
+
+def rule_env_first(full, not_cached):
+    """Job.conda_env_spec, returning the rule's cached spec (Rule._expanded_conda_env) without
+    evaluating the job's params; full(job) otherwise."""
+
+    def conda_env_spec(job):
+        if job._conda_env_spec is None:
+            cached = job.rule._expanded_conda_env
+            if cached is not not_cached:
+                return cached
+        return full(job)
+
+    conda_env_spec.full = full
+    return conda_env_spec
+
+
+def remembered(get_params):
+    """get_params(function), remembered per function (a function that cannot be a dict key is
+    asked each time)."""
+    cache = functools.lru_cache(maxsize=4096)(get_params)
+
+    def get_function_params(func):
+        try:
+            return cache(func)
+        except TypeError:
+            return get_params(func)
+
+    get_function_params.uncached = get_params
+    return get_function_params
+
+
+# --- the workflow's own place, and its hooks as a module
+
+
+def workflow_dir(workflow) -> Path:
+    """The directory of the Snakefile being parsed (workflow.current_basedir, a SourceFile): the
+    checkout's workflow/, also when a user's Snakefile uses it as a module (workflow.basedir is
+    then the user's directory)."""
+    return Path(workflow.current_basedir.get_path_or_uri(secret_free=False))
+
+
+def workflow_source(workflow) -> str:
+    """Where the Snakefile being parsed comes from, without secrets (for messages)."""
+    return workflow.current_basedir.get_path_or_uri(secret_free=True)
+
+
+def is_module(workflow) -> bool:
+    """Whether the Snakefile being parsed is a module of another (WorkflowModifier.base_snakefile)."""
+    return not workflow.modifier.is_main_snakefile()
+
+
+def add_hooks(workflow, **hooks: Callable[[], None]) -> None:
+    """Run these as the workflow's onstart/onsuccess/onerror too. Snakemake keeps only the main
+    Snakefile's hooks (Workflow._onstart ...; a module's `onstart:` is dropped): each of ours runs
+    after the hook registered so far (the user's, when defined before the module statement; a
+    hook the user defines after it replaces ours)."""
+    for kind, ours in hooks.items():
+        attribute = f"_{kind}"
+        theirs = getattr(workflow, attribute)
+
+        def both(log=None, theirs=theirs, ours=ours):
+            theirs(log)
+            ours()
+
+        setattr(workflow, attribute, both)

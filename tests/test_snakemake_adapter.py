@@ -1,0 +1,226 @@
+"""Each accessor of genomon_smk.plan.snakemake_adapter against the pinned Snakemake: a Workflow
+parsed in this process from a small Snakefile (the API the `snakemake` command uses), so that an
+upgrade that moves an internal fails here."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+from snakemake.api import SnakemakeApi
+from snakemake.resources import Resources
+from snakemake.settings.enums import Quietness
+from snakemake.settings.types import (
+    ConfigSettings,
+    DeploymentMethod,
+    DeploymentSettings,
+    OutputSettings,
+    ResourceSettings,
+    StorageSettings,
+    WorkflowSettings,
+)
+from snakemake_interface_executor_plugins.settings import ExecMode
+from snakemake_interface_logger_plugins.common import LogEvent
+
+from genomon_smk.plan import snakemake_adapter as adapter
+
+SNAKEFILE = """
+SEEN = {}
+
+def files(wildcards):
+    from genomon_smk.plan import snakemake_adapter
+    SEEN["dry_run"] = snakemake_adapter.is_dry_run(workflow)
+    return []
+
+rule all:
+    input: files, "out/a.txt"
+
+rule fixed:
+    output: "out/{name}.txt"
+    threads: 4
+    shell: "touch {output}"
+
+rule per_job:
+    output: "other/{name}.txt"
+    threads: lambda wildcards: 2
+    shell: "touch {output}"
+"""
+
+
+@pytest.fixture
+def parsed(tmp_path):
+    """parsed(**settings) -> (the Workflow, its SEEN dict, the API), from a Snakefile and a
+    config file in tmp_path."""
+    snakefile = tmp_path / "Snakefile"
+    configfile = tmp_path / "config.yaml"
+    configfile.write_text("{}\n")
+    cwd = os.getcwd()
+    apis = []
+
+    def parse(output=None, text=SNAKEFILE, **settings):
+        snakefile.write_text(text)
+        api = SnakemakeApi(output or OutputSettings())
+        api.__enter__()
+        apis.append(api)
+        workflow_api = api.workflow(
+            resource_settings=settings.pop("resource_settings", ResourceSettings(cores=2)),
+            config_settings=ConfigSettings(configfiles=[configfile]),
+            storage_settings=StorageSettings(),
+            snakefile=snakefile,
+            workdir=tmp_path,
+            **settings,
+        )
+        workflow = workflow_api._workflow
+        return workflow, workflow.globals["SEEN"], workflow_api
+
+    yield parse
+    for api in apis:
+        api.__exit__(None, None, None)
+    os.chdir(cwd)
+
+
+def test_process_roles(parsed):
+    workflow, _, _ = parsed()
+    assert adapter.is_main_process(workflow) and not adapter.is_job_process(workflow)
+    for mode in (ExecMode.REMOTE, ExecMode.SUBPROCESS):
+        workflow, _, _ = parsed(workflow_settings=WorkflowSettings(exec_mode=mode))
+        assert not adapter.is_main_process(workflow) and adapter.is_job_process(workflow)
+
+
+def test_config_files(parsed, tmp_path):
+    workflow, _, _ = parsed()
+    assert [Path(path).resolve() for path in adapter.config_files(workflow)] == [tmp_path / "config.yaml"]
+
+
+def test_uses_conda(parsed):
+    assert not adapter.uses_conda(parsed()[0])
+    workflow, _, _ = parsed(deployment_settings=DeploymentSettings(deployment_method={DeploymentMethod.CONDA}))
+    assert adapter.uses_conda(workflow)
+
+
+def test_default_resource_args_and_cluster_kind(parsed):
+    workflow, _, _ = parsed()
+    assert adapter.default_resource_args(workflow) == []
+    assert adapter.cluster_kind(None, workflow) == "local"
+    assert adapter.cluster_kind("slurm", workflow) == "slurm"
+    # As the command line (and a profile's default-resources) gives them.
+    parse = Resources.parser_factory(defaults="full", allow_expressions=True)
+    pjm = ResourceSettings(cores=2, default_resources=parse(["runtime=60", "pjm_rscgrp='small'"]))
+    workflow, _, _ = parsed(resource_settings=pjm)
+    assert "pjm_rscgrp='small'" in adapter.default_resource_args(workflow)
+    assert adapter.cluster_kind(None, workflow) == "pjm"  # a profile from before the key
+    assert adapter.cluster_kind("pjm-allocation", workflow) == "pjm-allocation"
+
+
+def test_total_cores_and_fixed_threads(parsed):
+    workflow, _, _ = parsed(resource_settings=ResourceSettings(cores=3))
+    assert adapter.total_cores(workflow) == 3
+    threads = adapter.fixed_threads(workflow)
+    assert threads["fixed"] == 4
+    assert threads["per_job"] is None  # known per job only
+    assert set(threads) == {"all", "fixed", "per_job"}
+
+
+def test_wrap_unlock(parsed):
+    workflow, _, _ = parsed()
+    original = workflow.unlock
+    seen = []
+
+    def wrapper(unlock):
+        seen.append(unlock)
+        return lambda: "ours"
+
+    adapter.wrap_unlock(workflow, wrapper)
+    assert seen == [original] and workflow.unlock() == "ours"
+
+
+def test_output_settings(parsed):
+    assert not adapter.shows_every_job(parsed()[0])
+    assert adapter.shows_every_job(parsed(OutputSettings(printshellcmds=True))[0])
+    assert adapter.shows_every_job(parsed(OutputSettings(verbose=True))[0])
+
+
+def test_dry_run_seen_when_jobs_are_planned(parsed):
+    workflow, seen, workflow_api = parsed()
+    assert not adapter.is_dry_run(workflow)  # while the Snakefile is parsed
+    workflow_api.dag().execute_workflow(executor="dryrun")
+    assert seen["dry_run"] is True
+
+
+def test_logger_and_records():
+    import snakemake.logging
+
+    assert adapter.snakemake_logger() is logging.getLogger(snakemake.logging.logger.name)
+    assert adapter.log_events() is LogEvent
+    record = logging.LogRecord("snakemake.logging", logging.INFO, "", 0, "msg", None, None)
+    assert adapter.log_event(record) is None and not adapter.is_rules_chatter(record)
+    record.event, record.quietness = LogEvent.JOB_INFO, Quietness.RULES
+    assert adapter.log_event(record) == LogEvent.JOB_INFO and adapter.is_rules_chatter(record)
+
+
+class Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.events = []
+
+    def emit(self, record):
+        self.events.append(getattr(record, "event", None))
+
+
+@pytest.mark.parametrize("printshellcmds", [False, True])
+def test_plan_faster(parsed, printshellcmds):
+    """A dry run plans the same jobs without making the job blocks the console drops; -p still
+    gets them. Rule functions' parameters are looked up once."""
+    import snakemake.common
+    import snakemake.jobs
+    import snakemake.rules
+
+    adapter.plan_faster()
+    adapter.plan_faster()  # idempotent
+    for module in (snakemake.common, snakemake.rules, snakemake.jobs):
+        assert module.get_function_params(test_plan_faster) is module.get_function_params(test_plan_faster)
+        assert not hasattr(module.get_function_params.uncached, "uncached")
+    workflow, _, workflow_api = parsed(OutputSettings(printshellcmds=printshellcmds))
+    records = Records()
+    adapter.snakemake_logger().addHandler(records)
+    try:
+        workflow_api.dag().execute_workflow(executor="dryrun")
+    finally:
+        adapter.snakemake_logger().removeHandler(records)
+    assert (LogEvent.JOB_INFO in records.events) is printshellcmds
+    import snakemake.scheduling.job_scheduler as job_scheduler
+
+    assert hasattr(job_scheduler.JobScheduler._free_resources, "full")  # skipped in a dry run
+    if not printshellcmds:  # no job's resources evaluated (-p prints them)
+        assert not any(job._resources for job in workflow.dag.jobs if job.rule.name == "fixed")
+    assert LogEvent.RUN_INFO in records.events  # the Job stats
+    assert {job.rule.name for job in workflow.dag.jobs} == {"all", "fixed"}
+
+
+def test_plan_faster_keeps_every_jobs_conda_env(parsed, tmp_path):
+    """The rule's cached conda env spec, without the job's params: the same spec as before."""
+    import snakemake.jobs
+
+    (tmp_path / "env.yaml").write_text("channels: [conda-forge]\ndependencies: [python]\n")
+    adapter.plan_faster()
+    workflow, _, workflow_api = parsed(text=SNAKEFILE.replace("threads: 4", 'threads: 4\n    conda: "env.yaml"'))
+    workflow_api.dag().execute_workflow(executor="dryrun")
+    jobs = {job.rule.name: job for job in workflow.dag.jobs}
+    full = snakemake.jobs.Job.conda_env_spec.fget.full
+    for job in jobs.values():
+        assert job.conda_env_spec == full(job)
+    assert str(jobs["fixed"].conda_env_spec.file.get_path_or_uri(secret_free=True)).endswith("env.yaml")
+    assert jobs["all"].conda_env_spec is None
+
+
+@pytest.mark.parametrize("cluster", ["pjm", "slurm", None])
+def test_the_pjm_storage_warning_follows_config_cluster(tmp_path, testdata, capfd, cluster):
+    """The profile says where jobs run (config `cluster`): PJM jobs without the PJM storage
+    settings are warned about, other clusters are not; nothing is sniffed from resources."""
+    from conftest import parse_workflow, write_config
+
+    parse_workflow(write_config(tmp_path, testdata, cluster=cluster))
+    warned = "WARNING: PJM jobs, but storage.reference_staging is not llio_transfer" in capfd.readouterr().err
+    assert warned is (cluster == "pjm")

@@ -217,10 +217,11 @@ def test_plan_faster_keeps_every_jobs_conda_env(parsed, tmp_path):
 
 @pytest.mark.parametrize("cluster", ["pjm", "slurm", None])
 def test_the_pjm_storage_warning_follows_config_cluster(tmp_path, testdata, capfd, cluster):
-    """The profile says where jobs run (config `cluster`): PJM jobs without the PJM storage
-    settings are warned about, other clusters are not; nothing is sniffed from resources."""
+    """The profile says where jobs run (config `cluster`): PJM jobs whose config overrides the
+    PJM storage settings (profiles/pjm/storage.yaml, under the config) are warned about, other
+    clusters are not; nothing is sniffed from resources."""
     from conftest import parse_workflow, write_config
 
-    parse_workflow(write_config(tmp_path, testdata, cluster=cluster))
+    parse_workflow(write_config(tmp_path, testdata, cluster=cluster, storage={"reference_staging": "copy"}))
     warned = "WARNING: PJM jobs, but storage.reference_staging is not llio_transfer" in capfd.readouterr().err
     assert warned is (cluster == "pjm")

@@ -1,0 +1,46 @@
+"""What a run does first and last (Snakemake's onstart, onsuccess and onerror, which dry runs and
+cluster jobs do not run): the output directory's lock, the tier monitor and the reference
+staging, and the closing summaries. As a module of a user's Snakefile too, where Snakemake keeps
+only the user's hooks."""
+
+
+# The output directory's lock first: a run refused there touches nothing.
+def at_start():
+    take_run_lock()
+    report_scratch_leftovers("at the start of this run, from an earlier one")
+    TIER_MONITOR.start()
+    transfer_reference_at_start()
+
+
+def at_success():
+    RETRY_ATTEMPTS.forget()
+    report_tier_usage()
+    purge_staged_reference()
+    release_run_lock()
+    print_run_summary(dry_run=False)
+
+
+def at_error():
+    report_scratch_leftovers("after this failed run")
+    purge_staged_reference()
+    release_run_lock()
+    print_failure_summary()
+
+
+onstart:
+    at_start()
+
+
+onsuccess:
+    at_success()
+
+
+onerror:
+    at_error()
+
+
+# As a module of a user's Snakefile, Snakemake keeps only the user's hooks: ours are added to them.
+if snakemake_adapter.is_module(workflow):
+    snakemake_adapter.add_hooks(
+        workflow, onstart=at_start, onsuccess=at_success, onerror=at_error
+    )

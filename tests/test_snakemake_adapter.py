@@ -225,3 +225,59 @@ def test_the_pjm_storage_warning_follows_config_cluster(tmp_path, testdata, capf
     parse_workflow(write_config(tmp_path, testdata, cluster=cluster, storage={"reference_staging": "copy"}))
     warned = "WARNING: PJM jobs, but storage.reference_staging is not llio_transfer" in capfd.readouterr().err
     assert warned is (cluster == "pjm")
+
+
+def test_job_attempt_and_wrap_resources(parsed):
+    """A rule's resource replaced by a function of the attempt, which sees the rule's own value
+    and the job's log; rules without a log are left as they are."""
+    from snakemake.iocontainers import Wildcards
+
+    text = SNAKEFILE + """
+rule logged:
+    output: "logged/{name}.txt"
+    log: "logs/{name}.log"
+    resources: mem_mb=100
+    shell: "touch {output}"
+"""
+    workflow, _, _ = parsed(text=text)
+    assert adapter.job_attempt(workflow) == 1
+    seen = []
+
+    def wrap(name, value, log_of):
+        def grown(wildcards, input, attempt, threads, rulename, async_run):
+            seen.append((name, log_of(wildcards)))
+            return value(wildcards, input, attempt, threads, rulename, async_run) * attempt
+
+        return grown
+
+    adapter.wrap_resources(workflow, ("mem_mb",), wrap)
+    resource = workflow.get_rule("logged").resources["mem_mb"]
+    wildcards = Wildcards(fromdict={"name": "a"})
+    value = resource.evaluate(wildcards, input=[], attempt=3, threads=1, rulename="logged", async_run=None).value
+    assert value == 300 and seen == [("mem_mb", "logs/a.log")]
+    assert "mem_mb" not in workflow.get_rule("fixed").resources.keys()  # no log, no own mem_mb: left alone
+
+
+def test_workflow_dir_module_and_hooks(parsed, tmp_path):
+    """The parsed Snakefile's own directory and whether it is a module of another; hooks added
+    run after the ones registered before."""
+    text = SNAKEFILE + (
+        "from genomon_smk.plan import snakemake_adapter\n"
+        "SEEN['place'] = (snakemake_adapter.workflow_dir(workflow), snakemake_adapter.workflow_source(workflow),"
+        " snakemake_adapter.is_module(workflow))\n"
+    )
+    workflow, seen, _ = parsed(text=text)
+    assert seen["place"] == (tmp_path, str(tmp_path), False)
+    ran = []
+    workflow._onstart = lambda log: ran.append(("theirs", log))
+    adapter.add_hooks(workflow, onstart=lambda: ran.append("ours"))
+    workflow._onstart("log.txt")
+    assert ran == [("theirs", "log.txt"), "ours"]
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "Snakefile").write_text(
+        "from pathlib import Path\nfrom genomon_smk.plan import snakemake_adapter\n"
+        "Path('seen.txt').write_text(f'{snakemake_adapter.is_module(workflow)} {snakemake_adapter.workflow_dir(workflow)}')\n"
+        "rule sub_rule:\n    output: 'sub.txt'\n    shell: 'touch {output}'\n")
+    parsed(text='module m:\n    snakefile: "sub/Snakefile"\n\nuse rule * from m as m_*\n')
+    assert (tmp_path / "seen.txt").read_text() == f"True {sub}"

@@ -252,3 +252,49 @@ def add_hooks(workflow, **hooks: Callable[[], None]) -> None:
             ours()
 
         setattr(workflow, attribute, both)
+
+
+# --- resources that depend on the attempt (genomon_smk.runtime.retries)
+
+
+def job_attempt(workflow) -> int:
+    """The attempt a job process runs (--attempt, Workflow.attempt); 1 in the Snakemake process."""
+    return workflow.attempt
+
+
+def wrap_resources(workflow, names: tuple[str, ...], wrap) -> None:
+    """Replace each of these resources of every rule that has a log and the resource (Rule.resources,
+    a Resources mapping of Resource, after default-resources, the rule's own and set-resources)
+    with `wrap(name, value, log_of)`: a function of (wildcards, input, attempt, threads,
+    rulename, async_run), where value(...) is the rule's own value for those arguments and
+    log_of(wildcards) the job's first log file."""
+    import inspect
+
+    from snakemake.resources import Resource
+
+    for rule in workflow.rules:
+        logs = list(rule.log)
+        if not logs:
+            continue
+        pattern = logs[0]
+
+        def log_of(wildcards, pattern=pattern):
+            return str(pattern.apply_wildcards(dict(wildcards.items())))
+
+        for name in names:
+            if name not in rule.resources.keys():
+                continue
+            original = rule.resources.get(name)
+            if not (original.is_evaluable() or original.raw is not None):
+                continue
+
+            def value(wildcards, input, attempt, threads, rulename, async_run, original=original):
+                return original.evaluate(
+                    wildcards, input=input, attempt=attempt, threads=threads, rulename=rulename, async_run=async_run
+                ).value
+
+            function = wrap(name, value, log_of)
+            # Snakemake reads a resource function's parameters on every evaluation
+            # (inspect.signature) unless the function carries them: once here, not once per job.
+            function._overwrite_params = inspect.signature(function).parameters
+            rule.resources[name] = Resource(name, function, raw=original.raw)

@@ -27,12 +27,13 @@ where nothing is refused: local runs keep Snakemake's own --retries.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import logging
 import os
 import re
 from dataclasses import dataclass, field
+
+from genomon_smk.plan import snakemake_adapter
 
 # What each resource is called, and the words that say a job ran out of it. Matched
 # case-insensitively in the executor's message and the tail of the job's scheduler log.
@@ -225,9 +226,9 @@ def watch_failures(workflow, attempts: Attempts) -> None:
     """In the Snakemake process only (not in a job's own Snakemake, --mode remote/subprocess):
     read its job error records into `attempts`. The logger is Snakemake's, whose records carry
     the error's `extra` (Snakemake 9)."""
-    if workflow.remote_exec or workflow.subprocess_exec:
+    if snakemake_adapter.is_job_process(workflow):
         return
-    logger = logging.getLogger("snakemake.logging")
+    logger = snakemake_adapter.snakemake_logger()
     if not any(isinstance(handler, FailureHandler) for handler in logger.handlers):
         logger.addHandler(FailureHandler(attempts))
 
@@ -235,44 +236,29 @@ def watch_failures(workflow, attempts: Attempts) -> None:
 def grow_on_retry(workflow, attempts: Attempts) -> None:
     """Make every rule's run time, memory and PJM local disk grow on the attempts after one short
     of them, and make the job process of an attempt after a failure that is not retried fail at
-    once (refusal). Call once all rules are defined.
-
-    Snakemake internals (9.x, the one place here): a rule's `resources` (a Resources mapping of
-    Resource, after default-resources, the rule's own and set-resources are applied) and
-    Resource.evaluate; `workflow.attempt` is the job process's --attempt once it executes (1 in
-    the Snakemake process, which passes each job's attempt to resource functions at submission)."""
-    from snakemake.resources import Resource
-
-    for rule in workflow.rules:
-        logs = list(rule.log)
-        if not logs:
-            continue
-        for name in GROWN:
-            original = rule.resources.get(name)
-            if name in rule.resources.keys() and (original.is_evaluable() or original.raw is not None):
-                rule.resources[name] = Resource(name, grown(original, logs[0], attempts, workflow),
-                                                raw=original.raw)
+    once (refusal). Call once all rules are defined (the resources Snakemake ends with: after
+    default-resources, the rule's own and set-resources; snakemake_adapter.wrap_resources)."""
+    snakemake_adapter.wrap_resources(
+        workflow, tuple(GROWN), lambda name, value, log_of: grown(name, value, log_of, attempts, workflow)
+    )
 
 
-def grown(original, log_pattern, attempts: Attempts, workflow):
-    """A resource function: the original value times the job's factor (Attempts.factor)."""
+def grown(name: str, value, log_of, attempts: Attempts, workflow):
+    """A resource function: the original value times the job's factor (Attempts.factor). value:
+    the rule's own resource function; log_of: a job's first log file from its wildcards."""
 
     def evaluate(wildcards, input, attempt, threads, rulename, async_run):
-        value = original.evaluate(wildcards, input=input, attempt=attempt, threads=threads,
-                                  rulename=rulename, async_run=async_run).value
+        original = value(wildcards, input, attempt, threads, rulename, async_run)
         if attempt == 1:
-            return value
-        log = str(log_pattern.apply_wildcards(dict(wildcards.items())))
+            return original
+        log = log_of(wildcards)
         # In the job process of this attempt: its marker; in the Snakemake process: its record.
-        in_job = attempt == workflow.attempt
+        in_job = attempt == snakemake_adapter.job_attempt(workflow)
         state = attempts.state(log, in_job)
         if in_job and (why := refusal(state, log, attempt)):
             raise RetryRefused(why)
-        return scaled(value, 1 + state.get("short_of", {}).get(original.name, 0))
+        return scaled(original, 1 + state.get("short_of", {}).get(name, 0))
 
-    # Snakemake reads a resource function's parameters on every evaluation (inspect.signature,
-    # unless the function carries them): once here, not once per job.
-    evaluate._overwrite_params = inspect.signature(evaluate).parameters
     return evaluate
 
 

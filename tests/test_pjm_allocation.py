@@ -50,7 +50,9 @@ def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scen
     # From a project directory outside the checkout: the job runs Snakemake there, so the config
     # is named relative to it.
     project = project_directory(tmp_path)
-    scenario_variant(scenario_root, "config-pair", project, map={"threads": 1}, markdup={"threads": 1})
+    # The storage monitor (off on clusters by default) shows that shared_tmp was used.
+    scenario_variant(scenario_root, "config-pair", project, map={"threads": 1}, markdup={"threads": 1},
+                     storage={"monitor": True})
     results = project / "results"
     log = tmp_path / "allocation.out"
     started = time.monotonic()

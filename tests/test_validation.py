@@ -332,7 +332,7 @@ def test_dry_run_prints_the_storage_plan(tmp_path, testdata, no_slurm_probe):
     config = write_config(tmp_path, testdata, storage={"capacity": {"node_local": "10G"}})
     result = run_snakemake(config, "-n", env=no_slurm_probe)
     plan = result.stderr[result.stderr.index("Storage plan"):]
-    assert "map                 temp    node_local" in plan
+    assert re.search(r"^  map +temp +node_local", plan, flags=re.M), plan
     assert "shared_tmp" in plan and "10.0 GiB" in plan
 
 

@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from genomon_smk.runtime.retries import (Attempts, FailureHandler, classify, marker_path, refusal,
+from genomon_smk.runtime.retries import (Attempts, FailureHandler, classify, marker_path, refusal, verdict,
                                       scaled)
 
 SLURM = "SLURM-job '{id}' failed, SLURM status is: '{state}'. Reason: Step 0: {reason}."
@@ -71,13 +71,16 @@ def job_error(log: list[str], msg: str | None, indent: bool = False) -> logging.
     return record
 
 
-def test_the_snakemake_process_counts_shortfalls_and_the_job_process_refuses_other_retries(tmp_path):
+def test_the_snakemake_process_counts_shortfalls_and_the_job_process_refuses_other_retries(tmp_path, capsys):
     attempts = Attempts(workdir=str(tmp_path))
     handler = FailureHandler(attempts)
     timeout = SLURM_SQUEUE.format(id=7, state="TIMEOUT")
     handler.handle(job_error(["logs/map/a.log", "/x/.snakemake/slurm_logs/7.log"], timeout))
     assert attempts.factor("logs/map/a.log", "runtime") == 2
     assert attempts.factor("logs/map/a.log", "mem_mb") == 1
+    # The console says what the retry will do (Snakemake's block says only that the job failed).
+    assert "genomon-smk: the job of logs/map/a.log ran short of run time: a retry asks for more of it" \
+        in capsys.readouterr().err
     # The job process of attempt 2 reads the same from the marker, and runs.
     state = json.loads(open(marker_path("logs/map/a.log", str(tmp_path))).read())
     assert attempts.factor("logs/map/a.log", "runtime", in_job=True) == 2
@@ -87,6 +90,8 @@ def test_the_snakemake_process_counts_shortfalls_and_the_job_process_refuses_oth
 
     failed = SLURM.format(id=8, state="FAILED", reason="NonZeroExitCode")
     handler.handle(job_error(["logs/markdup/b.log", "/x/.snakemake/slurm_logs/8.log"], failed))
+    assert "logs/markdup/b.log" not in capsys.readouterr().err  # not retried: Snakemake's block says it
+    assert "not for lack of run time, memory or disk" in verdict(classify(failed), "logs/markdup/b.log")
     refused = refusal(attempts.state("logs/markdup/b.log", in_job=True), "logs/markdup/b.log", 2)
     assert refused and "SLURM-job '8' failed" in refused and "slurm_logs/8.log" in refused
     # The refused attempt's own failure keeps the first error.

@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 from genomon_smk.plan import snakemake_adapter
@@ -185,6 +186,23 @@ def first_log(logs) -> str | None:
     return None
 
 
+# What a resource is, in the console line of a failure (verdict).
+RESOURCE_WORDS = {"runtime": "run time", "mem_mb": "memory", "pjm_localtmp": "LLIO local disk (pjm_localtmp)"}
+
+
+def verdict(failure: Failure, log: str) -> str:
+    """The console line of a failed job (named by its first log): what its retry, if the rule has
+    one left, will do. Snakemake's own error block says only that the job failed. Printed for the
+    failures that are retried."""
+    if failure.short_of:
+        short = " and ".join(RESOURCE_WORDS.get(name, name) for name in sorted(failure.short_of))
+        return f"genomon-smk: the job of {log} ran short of {short}: a retry asks for more of it"
+    if failure.node:
+        return f"genomon-smk: the job of {log} lost its node: a retry runs it as it was"
+    return (f"genomon-smk: the job of {log} failed, not for lack of run time, memory or disk: a retry"
+            " stops at once with this error (fix the cause and run again)")
+
+
 class FailureHandler(logging.Handler):
     """Reads Snakemake's job error records (the `extra` of its log events: rule_msg, log,
     aux_logs, job_error_info) into an Attempts. A group job's record carries no message in
@@ -220,6 +238,8 @@ class FailureHandler(logging.Handler):
             failure = classify(message + "\n" + "".join(log_tail(first_log([path])) for path in list(logs)[1:]))
         named = ", ".join(first_log([path]) for path in logs)
         self.attempts.failed(log, Failure(failure.short_of, failure.node, f"{message.strip()} [logs: {named}]"))
+        if failure.retried:  # (a refused retry explains itself when its job process stops)
+            print(verdict(failure, log), file=sys.stderr)
 
 
 def watch_failures(workflow, attempts: Attempts) -> None:

@@ -21,47 +21,46 @@ import jsonschema
 import yaml
 
 
-def key_lines(path: str) -> dict[tuple[str, ...], int]:
-    """Line (1-based) of every mapping key in a YAML file, by its path of keys."""
+def mapping_keys(path: str) -> list[tuple[tuple[str, ...], int, int]]:
+    """Every mapping key of a YAML file in file order, repeats included: (its path of keys, its
+    line (1-based), the number of the mapping it is in)."""
     with open(path) as handle:
         root = yaml.compose(handle)
-    lines: dict[tuple[str, ...], int] = {}
+    keys: list[tuple[tuple[str, ...], int, int]] = []
+    mappings = 0
 
     def walk(node, prefix: tuple[str, ...]) -> None:
+        nonlocal mappings
         if isinstance(node, yaml.MappingNode):
+            mapping, mappings = mappings, mappings + 1
             for key, value in node.value:
-                path = prefix + (str(key.value),)
-                lines[path] = key.start_mark.line + 1
-                walk(value, path)
+                keys.append((prefix + (str(key.value),), key.start_mark.line + 1, mapping))
+                walk(value, prefix + (str(key.value),))
 
     if root is not None:
         walk(root, ())
-    return lines
+    return keys
 
 
-def duplicate_keys(path: str) -> list[str]:
-    """`FILE:LINE: key 'a.b': set twice ...` for each mapping key a YAML file repeats: YAML keeps
-    the last one silently, dropping the whole first block (its other keys too)."""
-    with open(path) as handle:
-        root = yaml.compose(handle)
-    problems: list[str] = []
+def key_lines(path: str, keys=None) -> dict[tuple[str, ...], int]:
+    """Line (1-based) of every mapping key in a YAML file, by its path of keys (the last line of a
+    repeated key, the one YAML keeps); keys: the file's mapping_keys, when already read."""
+    return {key: line for key, line, _ in (mapping_keys(path) if keys is None else keys)}
 
-    def walk(node, prefix: tuple[str, ...]) -> None:
-        if not isinstance(node, yaml.MappingNode):
-            return
-        seen: dict[str, int] = {}
-        for key, value in node.value:
-            name, line = str(key.value), key.start_mark.line + 1
-            if name in seen:
-                problems.append(
-                    f"{path}:{line}: key '{'.'.join(prefix + (name,))}': set twice (first on line {seen[name]}):"
-                    " only this one would count; merge the two"
-                )
-            seen.setdefault(name, line)
-            walk(value, prefix + (name,))
 
-    if root is not None:
-        walk(root, ())
+def duplicate_keys(path: str, keys=None) -> list[str]:
+    """`FILE:LINE: key 'a.b': set twice ...` for each key a mapping of a YAML file repeats: YAML
+    keeps the last one silently, dropping the whole first block (its other keys too); keys: the
+    file's mapping_keys, when already read."""
+    first: dict[tuple[int, str], int] = {}
+    problems = []
+    for key, line, mapping in mapping_keys(path) if keys is None else keys:
+        seen = first.setdefault((mapping, key[-1]), line)
+        if seen != line:
+            problems.append(
+                f"{path}:{line}: key '{'.'.join(key)}': set twice (first on line {seen}):"
+                " only this one would count; merge the two"
+            )
     return problems
 
 
@@ -143,7 +142,8 @@ def config_problems(config: dict, schema: dict, config_files: list[str]) -> list
     """Every schema problem of `config` and every options value that cannot be split, as
     `FILE:LINE: key 'a.b': message`; the line is looked up in the last config file that sets the
     key (later files override earlier ones)."""
-    lines = [(path, key_lines(path)) for path in reversed(config_files)]
+    keys = {path: mapping_keys(path) for path in config_files}  # each file read once
+    lines = [(path, key_lines(path, keys[path])) for path in reversed(config_files)]
     validator = jsonschema.validators.validator_for(schema)(schema)
     problems = [
         describe(error)
@@ -155,7 +155,7 @@ def config_problems(config: dict, schema: dict, config_files: list[str]) -> list
         if (problem := option_problem(value_at(config, path)))
     ]
     return [key_problem(path, message, config_files, lines) for path, message in problems] + [
-        problem for name in config_files for problem in duplicate_keys(name)
+        problem for name in config_files for problem in duplicate_keys(name, keys[name])
     ]
 
 

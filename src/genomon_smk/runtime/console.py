@@ -96,6 +96,12 @@ def empty_after_warning(kept_calls: dict[str, int | None], warnings: list[PlanWa
     ]
 
 
+def place_lines(places: dict[str, str], output_dir: str) -> list[str]:
+    """`  label: place` per place, aligned, paths relative to the output directory."""
+    width = max((len(label) for label in places), default=0)
+    return [f"  {label + ':':<{width + 1}} {relative(place, output_dir)}" for label, place in places.items()]
+
+
 def empty_signature_results(paths: list[str], output_dir: str) -> list[str]:
     """A line per pmsignature result this run left empty (Genomon's empty JSON: too few mutations
     for its K), which the job only logs."""
@@ -136,8 +142,7 @@ def summary(
         )
     if not dry_run:  # what this run made (a run of some targets may not have made the report)
         places = {label: place for label, place in places.items() if not os.path.isabs(place) or os.path.exists(place)}
-    width = max((len(label) for label in places), default=0)
-    lines += [f"  {label + ':':<{width + 1}} {relative(place, output_dir)}" for label, place in places.items()]
+    lines += place_lines(places, output_dir)
     if warnings:
         lines.append(f"genomon-smk: {len(warnings)} warning(s) of the plan, repeated:")
         lines += [f"  {line}" for warning in warnings for line in warning.text.splitlines()]
@@ -157,6 +162,5 @@ def failure_summary(output_dir: str, failed_jobs: dict[str, list[str]], places: 
         "  Fix the cause and run the same command again: finished results are kept; the failed jobs"
         " and what needs them run again (partial outputs of the failed jobs were removed)."
     )
-    width = max((len(label) for label in places), default=0)
-    lines += [f"  {label + ':':<{width + 1}} {relative(place, output_dir)}" for label, place in places.items()]
+    lines += place_lines(places, output_dir)
     return "\n".join(lines)

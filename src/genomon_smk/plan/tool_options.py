@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import shlex
-from collections.abc import Callable
 
 # What the workflow passes besides the options (files are placeholders: only the words count).
 FISHER_PAIR = ["comparison", "-1", "T.bam", "-2", "N.bam", "-r", "ref.fa", "-o", "out"]
@@ -22,41 +22,22 @@ MUTIL_FILTER = ["filter", "-i", "in", "-o", "out"]
 HOTSPOT_POSITIONALS = ["T.bam", "N.bam", "out", "db"]
 
 
-def _fisher() -> argparse.ArgumentParser:
-    from genomon_smk.tools.fisher import build_parser
-
-    return build_parser()
-
-
-def _mutfilter() -> argparse.ArgumentParser:
-    from genomon_smk.tools.mutfilter.cli import build_parser
-
-    return build_parser()
-
-
-def _mutil() -> argparse.ArgumentParser:
-    from genomon_smk.tools.mutil import build_parser
-
-    return build_parser()
-
-
-def _hotspot() -> argparse.ArgumentParser:
-    from genomon_smk.tools.hotspot import build_parser
-
-    return build_parser()
-
-
-# key path -> (the tool's parser, argv before the options, argv after them)
-CHECKED: dict[tuple[str, ...], tuple[Callable[[], argparse.ArgumentParser], list[str], list[str]]] = {
-    ("fisher_mutation_call", "pair_params"): (_fisher, FISHER_PAIR, []),
-    ("fisher_mutation_call", "single_params"): (_fisher, FISHER_SINGLE, []),
-    ("realignment_filter", "params"): (_mutfilter, REALIGNMENT, []),
-    ("indel_filter", "params"): (_mutfilter, INDEL, []),
-    ("breakpoint_filter", "params"): (_mutfilter, BREAKPOINT, []),
-    ("mutation_util", "pair_params"): (_mutil, MUTIL_FILTER, []),
-    ("mutation_util", "single_params"): (_mutil, MUTIL_FILTER, []),
-    ("hotspot_call", "params"): (_hotspot, [], HOTSPOT_POSITIONALS),
+# key path -> (the tool's module in genomon_smk.tools, argv before the options, argv after them);
+# a module's build_parser() is its command line, imported only when checked.
+CHECKED: dict[tuple[str, ...], tuple[str, list[str], list[str]]] = {
+    ("fisher_mutation_call", "pair_params"): ("fisher", FISHER_PAIR, []),
+    ("fisher_mutation_call", "single_params"): ("fisher", FISHER_SINGLE, []),
+    ("realignment_filter", "params"): ("mutfilter.cli", REALIGNMENT, []),
+    ("indel_filter", "params"): ("mutfilter.cli", INDEL, []),
+    ("breakpoint_filter", "params"): ("mutfilter.cli", BREAKPOINT, []),
+    ("mutation_util", "pair_params"): ("mutil", MUTIL_FILTER, []),
+    ("mutation_util", "single_params"): ("mutil", MUTIL_FILTER, []),
+    ("hotspot_call", "params"): ("hotspot", [], HOTSPOT_POSITIONALS),
 }
+
+
+def tool_parser(module: str) -> argparse.ArgumentParser:
+    return importlib.import_module(f"genomon_smk.tools.{module}").build_parser()
 
 
 def parse_problem(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
@@ -78,7 +59,7 @@ def tool_option_problems(values: dict[tuple[str, ...], object]) -> list[tuple[tu
     """(key path, why) for each checked options value its tool does not take. values: key path ->
     the config's value (None or a value that cannot be split: left to the config check)."""
     problems = []
-    for path, (parser, before, after) in CHECKED.items():
+    for path, (module, before, after) in CHECKED.items():
         text = values.get(path)
         if not isinstance(text, str):
             continue
@@ -86,6 +67,6 @@ def tool_option_problems(values: dict[tuple[str, ...], object]) -> list[tuple[tu
             words = shlex.split(text)
         except ValueError:
             continue
-        if problem := parse_problem(parser(), [*before, *words, *after]):
+        if problem := parse_problem(tool_parser(module), [*before, *words, *after]):
             problems.append((path, f"{problem} (the options are checked with the tool's own parser)"))
     return problems

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pysam
 
+from .reads import overlapping
 from .table import NA, Candidate
 from .vcf import VcfField, VcfLayout
 
@@ -91,10 +92,11 @@ class BreakpointAnnotator:
         c = self.config
         if cand.chrom not in self.bam.references:
             return [NA, NA]
-        if self.bam.count(cand.chrom, cand.s0, cand.s0 + 1) >= c.max_depth:
+        # AlignmentFile.count and .fetch, from the window the realignment already fetched
+        if len(overlapping(self.bam, cand.chrom, cand.s0, cand.s0 + 1)) >= c.max_depth:
             return [NA, NA]
-        reads = self.bam.fetch(cand.chrom, max(0, cand.s0 - c.min_clip_size),
-                               cand.end + c.min_clip_size)
+        reads = overlapping(self.bam, cand.chrom, max(0, cand.s0 - c.min_clip_size),
+                            cand.end + c.min_clip_size)
         votes = junction_votes(reads, c.min_clip_size, c.mapq_thres, c.exclude_sam_flags)
         count, distance = best_junction(votes, cand.s0, cand.end, c.min_clip_size)
         if count < c.junc_num_thres:

@@ -20,7 +20,8 @@ Per candidate ``Chr Start End Ref Alt`` with ``s0 = Start - 1`` and window ``w``
 is on PATH. Rows are dropped when tumor alt < ``-m`` or normal alt > ``-M`` (``---`` kept).
 
 Speed: one AlignmentFile per BAM for the whole run, one parasail profile per template per
-candidate (re-used for every read), reads fetched in-process.
+candidate (re-used for every read), reads fetched in-process, a window per candidate, shared
+with the later filters of the same process (:mod:`.reads`).
 
 Deliberate differences from upstream Genomon (docs/differences.md): a candidate with ``s0 < w``
 (or without templates) keeps its row with every column ``---``, in pair mode too (issue 28:
@@ -37,6 +38,7 @@ from typing import Iterable
 import pysam
 
 from .. import stats
+from .reads import overlapping
 from .table import NA, Candidate
 from .vcf import VcfField, VcfLayout
 
@@ -187,7 +189,7 @@ def fetch_reads(bam: pysam.AlignmentFile, cand: Candidate, exclude_flags: int,
         return []
     reads = []
     total = 0
-    for read in bam.fetch(cand.chrom, cand.s0, cand.end):
+    for read in overlapping(bam, cand.chrom, cand.s0, cand.end):
         total += 1
         if total >= max_depth:
             return None

@@ -125,6 +125,13 @@ def parse_samtools_params(params: str) -> PileupFilter:
     )
 
 
+def passes_base_quality(entry: pysam.PileupRead, min_baseq: int) -> bool:
+    """Whether mpileup keeps the entry in its depth column and bases string (-Q)."""
+    qpos = entry.query_position_or_next
+    quals = entry.alignment.query_qualities
+    return quals is None or qpos >= len(quals) or quals[qpos] >= min_baseq
+
+
 def pileup_indels(bam: pysam.AlignmentFile, chrom: str, start0: int, end0: int,
                   filt: PileupFilter) -> Iterator[tuple[int, int, Counter]]:
     """Yield ``(pos1, depth, indel_counts)`` for each pileup column in ``[start0, end0)``.
@@ -141,24 +148,19 @@ def pileup_indels(bam: pysam.AlignmentFile, chrom: str, start0: int, end0: int,
         compute_baq=False, max_depth=filt.max_depth,
     )
     for column in columns:
-        depth = 0
+        entries = column.pileups
+        if filt.min_baseq:  # Genomon's -Q0 reads no quality
+            entries = [entry for entry in entries if passes_base_quality(entry, filt.min_baseq)]
         indels: Counter = Counter()
-        for entry in column.pileups:
-            read = entry.alignment
-            qpos = entry.query_position_or_next
-            quals = read.query_qualities
-            # mpileup drops bases below -Q from the depth column and the bases string.
-            if (filt.min_baseq and quals is not None and qpos < len(quals)
-                    and quals[qpos] < filt.min_baseq):
-                continue
-            depth += 1
+        for entry in entries:
             size = entry.indel
             if size > 0:
-                seq = read.query_sequence[qpos + 1: qpos + 1 + size].upper()
+                qpos = entry.query_position_or_next
+                seq = entry.alignment.query_sequence[qpos + 1: qpos + 1 + size].upper()
                 indels[("+", seq)] += 1
             elif size < 0:
                 indels[("-", "N" * -size)] += 1
-        yield column.reference_pos + 1, depth, indels
+        yield column.reference_pos + 1, len(entries), indels
 
 
 def max_indel_mismatch(columns, start: int, end: int, neighbor: int,

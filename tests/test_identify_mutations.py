@@ -2,6 +2,7 @@
 without a simple-repeat database, with or without a panel) runs the right tools in order on the
 right files, and a failing tool fails the job without a result."""
 
+import os
 import subprocess
 import sys
 
@@ -152,3 +153,20 @@ def test_without_a_normal_the_hotspot_database_is_not_called(tmp_path, tools):
     result, _, calls = identify(tmp_path, tools, "--hotspot-db=missing.txt")
     assert result.returncode == 0, result.stderr
     assert steps(calls) == ["fisher", "realignment"]
+
+
+def test_the_staged_reference_is_found_or_staged_in_the_drivers_process_as_reference_cache_ensure_does(tmp_path):
+    from genomon_smk.steps import reference_cache
+
+    files = []
+    for name, text in (("ref.fa", ">c\nACGT\n"), ("ref.fa.fai", "c\t4\t3\t4\t5\n")):
+        (tmp_path / name).write_text(text)
+        files.append(str(tmp_path / name))
+    manifest, cache = str(tmp_path / "staged.json"), str(tmp_path / "cache")
+    assert reference_cache.main(["setup", "--cache", cache, "--manifest", manifest, *files]) == 0
+    staged = reference_cache.cached_path(cache, files[0])
+    assert driver.staged_reference(manifest, cache, "copy") == staged
+    os.unlink(staged)  # a new node: staged again
+    assert driver.staged_reference(manifest, cache, "copy") == staged and open(staged).read() == ">c\nACGT\n"
+    with pytest.raises(SystemExit, match="--cache"):
+        driver.staged_reference(manifest, None, "copy")

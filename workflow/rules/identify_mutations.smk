@@ -66,11 +66,10 @@ rule identify_mutations:
     shell:
         """
         (
-            reference=$({params.python} -m genomon_smk.steps.reference_cache ensure --method {params.staging} \
-                --cache "{params.cache}" --manifest {input.staged:q})
             {params.work_dir_setup} {log:q}
             {params.python} -m genomon_smk.steps.identify_mutations --tumor {input.tumor:q} \
-                --normal={params.normal:q} --panel {params.panel:q} --reference "$reference" \
+                --normal={params.normal:q} --panel {params.panel:q} --staged-reference {input.staged:q} \
+                --cache "{params.cache}" --staging {params.staging} \
                 --intervals {params.intervals:q} --simple-repeat-db={params.simple_repeat_db:q} \
                 --hotspot-db={params.hotspot_db:q} --hotspot-options={params.hotspot:q} \
                 --work-dir "$work" --output {output:q} --tools {params.tools} --upstream {params.upstream:q} \

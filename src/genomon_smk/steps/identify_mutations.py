@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
 import os
 import shlex
@@ -40,6 +41,8 @@ from typing import Callable
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from genomon_smk.plan.hotspot import write_region_db  # noqa: E402
+from genomon_smk.steps.reference_cache import METHODS as STAGING_METHODS  # noqa: E402
+from genomon_smk.steps.reference_cache import cache_reference, transfer_marker  # noqa: E402
 
 CHOICES = ("builtin", "upstream")
 # Each Genomon tool of the chain -> the module of genomon-smk's own whose main(argv) is that tool.
@@ -208,7 +211,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tumor", required=True)
     parser.add_argument("--normal", help="matched normal BAM; without it, tumor-only (fisher single)")
     parser.add_argument("--panel", nargs="*", default=[], help="control-panel BAMs; without them, no EBFilter")
-    parser.add_argument("--reference", required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--reference", help="reference FASTA")
+    where.add_argument("--staged-reference", metavar="MANIFEST",
+                       help="the reference's staging manifest: its staged copy on this node "
+                            "(`reference_cache ensure`, in this process)")
+    parser.add_argument("--cache", help="with --staged-reference, the cache directory")
+    parser.add_argument("--staging", choices=STAGING_METHODS, default="copy",
+                        help="with --staged-reference, how the reference is staged")
     parser.add_argument("--intervals", required=True, help="the region's samtools intervals, comma-separated")
     parser.add_argument("--simple-repeat-db", default="", help="Genomon's simple-repeat database (bgzip + tabix)")
     parser.add_argument("--hotspot-db", default="",
@@ -226,8 +236,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def staged_reference(manifest: str, cache: str | None, method: str) -> str:
+    """The FASTA's staged path on this node (copied first if it is not there): what
+    `python -m genomon_smk.steps.reference_cache ensure` prints, without its interpreter."""
+    if method == "copy" and not cache:
+        raise SystemExit("identify_mutations: --staged-reference needs --cache")
+    with open(manifest) as handle:
+        entries = json.load(handle)
+    return cache_reference(entries, cache, method, transfer_marker(manifest))[0]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    try:
+        reference = args.reference or staged_reference(args.staged_reference, args.cache, args.staging)
+    except OSError as error:
+        print(f"identify_mutations: the staged reference: {error}", file=sys.stderr)
+        return 1
     upstream = dict(item.split("=", 1) for item in args.upstream)
     unknown = sorted(set(upstream) - set(BUILTIN_MAINS))
     if unknown:
@@ -244,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         tumor=args.tumor,
         normal=args.normal or None,
         panel=tuple(bam for bam in args.panel if bam),
-        reference=args.reference,
+        reference=reference,
         region_file=region_file,
         work=args.work_dir,
         simple_repeat_db=args.simple_repeat_db or None,

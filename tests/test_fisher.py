@@ -335,7 +335,8 @@ def test_region_file_equals_concatenated_region_runs(indel_pair):
     assert [r[0] for r in expected] == ["chr2", "chr1", "chr2"]
     region_file = d["tmp"] / "regions.txt"
     region_file.write_text("%s,%s\n%s\n" % tuple(regions))
-    # a samtools wrapper that logs each call shows one mpileup run per region
+    # a samtools wrapper that logs each call shows one tumor pileup per region (and one of the
+    # pair at the sites it kept)
     log = d["tmp"] / "calls.log"
     wrapper = d["tmp"] / "samtools_wrapper.sh"
     wrapper.write_text('#!/bin/sh\necho "$@" >> %s\nexec samtools "$@"\n' % log)
@@ -345,7 +346,26 @@ def test_region_file_equals_concatenated_region_runs(indel_pair):
             "-s", str(wrapper), "-S", GENOMON_PARAMS, "-L", str(region_file)] + LOOSE_PAIR
     assert fisher.main(argv) == 0
     assert [line.rstrip("\n").split("\t") for line in open(out)] == expected
-    assert len(log.read_text().splitlines()) == 3
+    runs = log.read_text().splitlines()
+    assert [run.split(" -r ")[1].split()[0] for run in runs if d["bams"][1] not in run] == regions
+    assert all(" -l " in run for run in runs if d["bams"][1] in run)
+
+
+@pytest.mark.parametrize("dense_span", [0, 10 ** 9])
+def test_the_pair_pileup_at_the_tumors_screened_sites_gives_the_whole_pileups_rows(indel_pair, snv_pair,
+                                                                                 monkeypatch, dense_span):
+    """The tumor's pileup screened first, then the pair's at the kept sites (dense_span 0), or
+    the pair's whole pileup where the sites are dense (10**9): the same rows either way, and
+    the same as one pileup of the pair over the same region given as -P positions of every
+    base (the one-run path)."""
+    monkeypatch.setattr(fisher, "DENSE_AFTER", 0)
+    monkeypatch.setattr(fisher, "DENSE_SPAN", dense_span)
+    for d in (indel_pair, snv_pair):
+        every = d["tmp"] / "every.bed"
+        every.write_text("".join(f"{name}\t0\t{len(seq)}\n" for name, seq in d["contigs"].items()))
+        one_run = run_fisher(d["tmp"], "comparison", d["bams"], d["ref"], LOOSE_PAIR + ["-P", str(every)],
+                             name="one.txt")
+        assert one_run and run_fisher(d["tmp"], "comparison", d["bams"], d["ref"], LOOSE_PAIR) == one_run
 
 
 def test_vcf_output_parses_with_pysam(indel_pair):

@@ -79,3 +79,9 @@ def test_the_oldest_windows_go_when_too_many_reads_are_kept():
         cache.add(reads.Window(CHROM, start, start + 50, [object()] * 2, [(start, start + 1)] * 2))
     assert [window.start for window in cache.windows] == [100, 200] and cache.reads == 4
     assert cache.find(CHROM, 110, 120).start == 100 and cache.find(CHROM, 10, 20) is None
+    # a window across a bucket's end is found from either side of it
+    edge = reads.BUCKET - 10
+    cache.add(reads.Window(CHROM, edge, edge + 50, [], []))
+    assert cache.find(CHROM, edge + 5, edge + 20).start == edge == cache.find(CHROM, edge + 30, edge + 40).start
+    assert cache.find(CHROM, edge + 30, edge + 60) is None and cache.find("chr2", edge + 30, edge + 40) is None
+    assert [window.start for window in cache.windows] == [100, 200, edge] and sum(map(len, cache.by_bucket.values())) == 4

@@ -52,25 +52,41 @@ def select(window: Window, start: int, end: int) -> list:
     return [read for read, (first, last) in zip(window.reads, window.spans) if first < end and last > start]
 
 
+#: windows are found by the BUCKET-sized stretches of the contig they cover
+BUCKET = 1024
+
+
+def buckets(window: Window) -> list[tuple[str, int]]:
+    return [(window.chrom, bucket) for bucket in range(window.start // BUCKET, (window.end - 1) // BUCKET + 1)]
+
+
 class WindowCache:
-    """The windows fetched from one BAM file, oldest first."""
+    """The windows fetched from one BAM file, oldest first, and by the stretches they cover."""
 
     def __init__(self, max_reads: int = MAX_CACHED_READS):
         self.windows: collections.deque[Window] = collections.deque()
+        self.by_bucket: dict[tuple[str, int], list[Window]] = {}
         self.reads = 0
         self.max_reads = max_reads
 
     def find(self, chrom: str, start: int, end: int) -> Window | None:
-        for window in reversed(self.windows):
-            if window.chrom == chrom and window.start <= start and end <= window.end:
+        for window in reversed(self.by_bucket.get((chrom, start // BUCKET), ())):
+            if window.start <= start and end <= window.end:
                 return window
         return None
 
     def add(self, window: Window) -> None:
         self.windows.append(window)
+        for bucket in buckets(window):
+            self.by_bucket.setdefault(bucket, []).append(window)
         self.reads += len(window.reads)
         while self.reads > self.max_reads and len(self.windows) > 1:
-            self.reads -= len(self.windows.popleft().reads)
+            oldest = self.windows.popleft()
+            self.reads -= len(oldest.reads)
+            for bucket in buckets(oldest):
+                self.by_bucket[bucket].remove(oldest)
+                if not self.by_bucket[bucket]:
+                    del self.by_bucket[bucket]
 
 
 _CACHES: dict[tuple, WindowCache] = {}

@@ -227,7 +227,7 @@ rule first:
     shell: "echo a >{output.kept}; echo t >{output.scratch}; touch {output.spare}; : >{log}"
 
 rule second:
-    input: index="out/a.txt", scratch="out/a.tmp"
+    input: index="out/a.txt", scratch="out/a.tmp", given=lambda wildcards: ["out/a.txt"]
     output: protected("out/c.txt")
     shell: "cat {input.index} {input.scratch} >{output}"
 """
@@ -250,6 +250,7 @@ def test_plan_smaller(parsed, tmp_path, executor):
     first, second = jobs["first"], jobs["second"]
     assert type(first.output.kept._file) is str and type(first.log[0]._file) is str
     assert type(first.benchmark._file) is str and type(second.input.index._file) is str
+    assert type(second.input.given[0]._file) is str  # a function's path: its text, not a file of a file
     assert type(first.output.scratch._file) is AnnotatedString and is_flagged(first.output.scratch, "temp")
     assert first.temp_output == {first.output.scratch, first.output.spare} and first.output.scratch == "out/a.tmp"
     assert first.output.scratch.flags is first.output.spare.flags == {"temp": True}  # one shared dict
@@ -261,6 +262,10 @@ def test_plan_smaller(parsed, tmp_path, executor):
         first.output.sort()
     assert first.output._allowed_overrides is second.wildcards._allowed_overrides
     assert hasattr(type(workflow.dag).update_needrun, "full")  # the output times taken in turn
+    reason = workflow.dag.reason(second)
+    assert reason._updated_input is None and reason.updated_input == set()  # dropped when empty, made again
+    assert reason.updated_input_run == {second.input.index, second.input.scratch} or executor == "local"
+    assert second.input.given == ["out/a.txt"] and second.input.given[0] == second.input.index
     if executor == "local":
         assert (tmp_path / "out/c.txt").read_text() == "a\nt\n"
         assert not (tmp_path / "out/a.tmp").exists() and (tmp_path / "bench/first.tsv").exists()

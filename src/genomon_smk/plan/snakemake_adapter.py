@@ -231,6 +231,8 @@ def plan_smaller() -> None:
       text, hash and equality; _IOFile.flags reads {} from it, is_flagged is false, as before);
       flags that are all true/false (temp, protected, directory) are one shared dict per set of
       flags (as AnnotatedString.new_from shares them; nothing changes a job's flags once made);
+      a file made from another file (an input function's paths) holds that file's innermost
+      path, not the file and its AnnotatedString;
     - every Namedlist (a job's input, output, log, wildcards, params) makes its own list of the
       names `index` and `sort` may take and an AttributeGuard for each (Namedlist.__init__):
       one shared list and guard per name (nothing changes them; a name given to an item still
@@ -241,10 +243,12 @@ def plan_smaller() -> None:
     - every job keeps five sets (Job.temp_output, protected_output, touch_output,
       pipe_or_service_output, _queue_input), filled in Job.__init__ and only read after it: an
       empty one is the shared empty frozenset.
-    And the dry run's peak: DAG.update_needrun starts one asyncio task per job at once for the
-    jobs' output times (an asyncio.TaskGroup in snakemake.dag), each suspended with its own
-    task group per output file until all have started (about 3 KB a job): there the tasks run
-    one after the other (TasksInTurn), the same times computed."""
+    And in DAG.update_needrun: it starts one asyncio task per job at once for the jobs' output
+    times (an asyncio.TaskGroup in snakemake.dag), each suspended with its own task group per
+    output file until all have started (about 3 KB a job, the dry run's peak): there the tasks
+    run one after the other (TasksInTurn), the same times computed; and it leaves every job's
+    Reason an empty set of updated input (a lazy property read): dropped after it (None, the
+    state Reason.clear leaves, made again on the next read)."""
     import snakemake.dag
     import snakemake.iocontainers
     import snakemake.jobs
@@ -267,7 +271,7 @@ def plan_smaller() -> None:
     dag = snakemake.dag.DAG
     if not hasattr(dag.update_needrun, "full"):
         snakemake.dag.asyncio = AsyncioInTurn(snakemake.dag.asyncio)
-        dag.update_needrun = tasks_in_turn(dag.update_needrun)
+        dag.update_needrun = leaner_needrun(dag.update_needrun)
 
 
 def shared_guards(full, guard_class):
@@ -323,13 +327,21 @@ def plain_unflagged_paths(full):
 
     def plain(file):
         inner = file._file
-        if type(inner) is not AnnotatedString or inner.callable is not None:
+        # A file made from a file (an input function's path) keeps that file as its _file:
+        # the innermost one holds the same text and the flags.
+        while type(inner) is _IOFile and not inner._is_callable:
+            inner = inner._file
+        if type(inner) not in (str, AnnotatedString) or not str.__eq__(inner, file):
             return
-        flags = inner.flags
-        if not flags:
-            file._file = str(inner)
-        elif all(type(value) is bool for value in flags.values()):
-            inner.flags = shared_flags.setdefault(tuple(sorted(flags.items())), flags)
+        if type(inner) is AnnotatedString:
+            if inner.callable is not None:
+                return
+            flags = inner.flags
+            if not flags:
+                inner = str(inner)
+            elif all(type(value) is bool for value in flags.values()):
+                inner.flags = shared_flags.setdefault(tuple(sorted(flags.items())), flags)
+        file._file = inner
 
     def expand(rule, *args, **kwargs):
         result = full(rule, *args, **kwargs)
@@ -408,18 +420,28 @@ class AsyncioInTurn(types.ModuleType):
         return TasksInTurn() if IN_TURN.get() else self._real.TaskGroup()
 
 
-def tasks_in_turn(full):
-    """An async DAG method whose task groups run their tasks in turn (IN_TURN set while it runs)."""
+REASON_SETS = ("_updated_input", "_updated_input_run", "_missing_output", "_incomplete_output")
 
-    async def method(dag, *args, **kwargs):
+
+def leaner_needrun(full):
+    """DAG.update_needrun with its task groups run in turn (IN_TURN set while it runs), then the
+    empty sets of every job's Reason (REASON_SETS, lazy properties) dropped."""
+
+    async def update_needrun(dag, *args, **kwargs):
         token = IN_TURN.set(True)
         try:
-            return await full(dag, *args, **kwargs)
+            result = await full(dag, *args, **kwargs)
         finally:
             IN_TURN.reset(token)
+        for reason in dag._reason.values():
+            for name in REASON_SETS:
+                value = getattr(reason, name)
+                if value is not None and not value:
+                    setattr(reason, name, None)
+        return result
 
-    method.full = full
-    return method
+    update_needrun.full = full
+    return update_needrun
 
 
 # --- the workflow's own place, and its hooks as a module

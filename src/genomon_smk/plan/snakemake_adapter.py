@@ -222,9 +222,9 @@ def remembered(get_params):
 
 
 def plan_smaller() -> None:
-    """Main process only: three per-job costs of Snakemake's objects that this workflow does not
-    need, cut when they are made (a 1,000-pair cohort plans about 262,000 jobs: each byte a job
-    keeps is a quarter of a megabyte; bench/dryrun_scale.py, docs/benchmarks.md):
+    """Main process only: Snakemake's objects per job made smaller when they are made, the DAG
+    unchanged (a 1,000-pair cohort plans about 262,000 jobs: each byte a job keeps is a quarter
+    of a megabyte; 6.1 -> 3.7 GB there, bench/dryrun_scale.py, docs/benchmarks.md):
     - every file of a job (Rule.expand_input/expand_output/expand_log/expand_benchmark) keeps a
       second copy of its path as an AnnotatedString with its own attribute dict and flags dict
       (_IOFile._file, made by clone_flags) even when it has no flags: a plain str then (the same
@@ -320,7 +320,8 @@ def interned_wildcards(full):
 
 
 def plain_unflagged_paths(full):
-    """A Rule.expand_* method whose files without flags keep their path as a plain str."""
+    """A Rule.expand_* method whose files keep their innermost path: a plain str without flags,
+    an AnnotatedString with shared flags when they are all true/false."""
     from snakemake.io import AnnotatedString, _IOFile
 
     shared_flags = {}

@@ -12,7 +12,7 @@ sample and 87 regions. Prints, per configuration: pairs, samples, chunks per sam
 jobs in the DAG (Snakemake's count, checked against genomon_smk.plan.stage_plan's prediction), wall
 seconds, CPU seconds (user + system: steadier than wall time on a shared machine), peak RSS of
 the dry run and the load average during it. Configurations whose predicted DAG exceeds
---max-jobs are not run; their predicted job count is printed instead.
+--max-jobs (300,000) are not run; their predicted job count is printed instead.
 
 Inputs are placeholders (a FASTQ record per file, a sparse GRCh37-shaped FASTA): a dry run reads
 only what the checks before any job read.
@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--granularity", nargs="+", choices=["default", "paper"], default=["default", "paper"])
     parser.add_argument("--chunks", type=int, nargs="+",
                         help="chunks per sample to try instead of the granularity's (its regions kept)")
-    parser.add_argument("--max-jobs", type=int, default=100_000,
+    parser.add_argument("--max-jobs", type=int, default=300_000,
                         help="skip configurations whose predicted DAG is larger (default %(default)s)")
     parser.add_argument("--profile", help="write a cProfile of the (single) dry run to this file")
     parser.add_argument("--job-starts", type=int, default=3,

@@ -215,6 +215,91 @@ def test_plan_faster_keeps_every_jobs_conda_env(parsed, tmp_path):
     assert jobs["all"].conda_env_spec is None
 
 
+SMALLER = """
+SEEN = {}
+rule all:
+    input: "out/c.txt"
+
+rule first:
+    output: kept="out/a.txt", scratch=temp("out/a.tmp"), spare=temp("out/b.tmp")
+    log: "logs/first.log"
+    benchmark: "bench/first.tsv"
+    shell: "echo a >{output.kept}; echo t >{output.scratch}; touch {output.spare}; : >{log}"
+
+rule second:
+    input: index="out/a.txt", scratch="out/a.tmp", given=lambda wildcards: ["out/a.txt"]
+    output: protected("out/c.txt")
+    shell: "cat {input.index} {input.scratch} >{output}"
+"""
+
+
+@pytest.mark.parametrize("executor", ["dryrun", "local"])
+def test_plan_smaller(parsed, tmp_path, executor):
+    """Jobs keep plain paths for unflagged files, shared Namedlist guards and shared empty file
+    sets; flags, names, guards and a real run (temp removed, protected kept, nothing left to
+    do on the second run) work as before."""
+    import snakemake.iocontainers
+    from snakemake.io import AnnotatedString, is_flagged
+
+    adapter.plan_smaller()
+    adapter.plan_smaller()  # idempotent
+    assert not hasattr(snakemake.iocontainers.Namedlist.__init__.full, "full")
+    workflow, _, workflow_api = parsed(text=SMALLER)
+    workflow_api.dag().execute_workflow(executor=executor)
+    jobs = {job.rule.name: job for job in workflow.dag.jobs}
+    first, second = jobs["first"], jobs["second"]
+    assert type(first.output.kept._file) is str and type(first.log[0]._file) is str
+    assert type(first.benchmark._file) is str and type(second.input.index._file) is str
+    assert type(second.input.given[0]._file) is str  # a function's path: its text, not a file of a file
+    assert type(first.output.scratch._file) is AnnotatedString and is_flagged(first.output.scratch, "temp")
+    assert first.temp_output == {first.output.scratch, first.output.spare} and first.output.scratch == "out/a.tmp"
+    assert first.output.scratch.flags is first.output.spare.flags == {"temp": True}  # one shared dict
+    assert second.protected_output == {second.output[0]}
+    assert first.protected_output is first.touch_output is second.temp_output == frozenset()
+    assert second.input.index == "out/a.txt"  # a name given to an item replaces its guard
+    assert first.output.sort is second.input.sort
+    with pytest.raises(AttributeError, match="sort"):
+        first.output.sort()
+    assert first.output._allowed_overrides is second.wildcards._allowed_overrides
+    assert hasattr(type(workflow.dag).update_needrun, "full")  # the output times taken in turn
+    reason = workflow.dag.reason(second)
+    assert reason._updated_input is None and reason.updated_input == set()  # dropped when empty, made again
+    assert reason.updated_input_run == {second.input.index, second.input.scratch} or executor == "local"
+    assert second.input.given == ["out/a.txt"] and second.input.given[0] == second.input.index
+    if executor == "local":
+        assert (tmp_path / "out/c.txt").read_text() == "a\nt\n"
+        assert not (tmp_path / "out/a.tmp").exists() and (tmp_path / "bench/first.tsv").exists()
+        assert not (tmp_path / "out/b.tmp").exists()  # temp, needed by no job
+        _, _, again = parsed(text=SMALLER)
+        again.dag().execute_workflow(executor="dryrun")
+        assert not len(again._workflow.dag)  # nothing left to do
+
+
+def test_tasks_in_turn():
+    """A TaskGroup's coroutines run one after the other; a failure closes the rest and raises an
+    ExceptionGroup, as asyncio.TaskGroup does."""
+    import asyncio
+
+    order = []
+
+    async def step(name, fail=False):
+        await asyncio.sleep(0)
+        if fail:
+            raise ValueError(name)
+        order.append(name)
+
+    async def run(*steps):
+        async with adapter.TasksInTurn() as group:
+            for name, fail in steps:
+                group.create_task(step(name, fail))
+
+    asyncio.run(run(("a", False), ("b", False)))
+    assert order == ["a", "b"]
+    with pytest.raises(ExceptionGroup) as raised:
+        asyncio.run(run(("c", True), ("d", False)))
+    assert [str(error) for error in raised.value.exceptions] == ["c"] and order == ["a", "b"]
+
+
 @pytest.mark.parametrize("cluster", ["pjm", "slurm", None])
 def test_the_pjm_storage_warning_follows_config_cluster(tmp_path, testdata, capfd, cluster):
     """The profile says where jobs run (config `cluster`): PJM jobs whose config overrides the

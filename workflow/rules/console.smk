@@ -132,5 +132,6 @@ if MAIN_PROCESS:
     SNAKEMAKE_LOGGER.addFilter(ConciseJobInfo())
     SNAKEMAKE_LOGGER.addHandler(SummaryAtEnd())
     # The job blocks the filter drops in a dry run are not made at all (and three other costs of
-    # Snakemake's planning cut: snakemake_adapter.plan_faster).
+    # Snakemake's planning cut: snakemake_adapter.plan_faster), and per-job objects made smaller.
     snakemake_adapter.plan_faster()
+    snakemake_adapter.plan_smaller()

@@ -7,7 +7,8 @@
 bam: the final tumor and normal BAMs. The script, per sample: `bwa mem -t CORES -K 10000000 -T 0
 -R RG | bamsort SO=coordinate`, then `bammarkduplicates` (the pipeline's tools, flags and
 compression). The pipeline: `snakemake --profile profiles/local --cores CORES` on the two final
-BAMs (+ index, md5) in a fresh output directory, at the default config (8 chunks, 50 Mb regions).
+BAMs (+ index, md5) in a fresh output directory, at the default config (8 chunks, 50 Mb regions,
+threads auto: 1 per map and markdup job on 2 cores).
 
 mutation: on the pipeline's BAMs, the mutation stage (snakemake on the tumor's result files: fisher,
 the filters, EBFilter against the panel, mutil, the VCFs) against a bare `samtools mpileup` of
@@ -87,7 +88,8 @@ def pipeline_config(data: Path, run_dir: Path) -> Path:
         config.pop(key, None)
     config.update(reference=str(data / "ref" / "genome.fa"), samples=str(data / "samples.tsv"),
                   pairs=str(run_dir / "pairs.tsv"), output_dir=str(run_dir / "results"),
-                  control_panels={"panel1": list(PANEL)}, split=defaults["split"], regions=defaults["regions"])
+                  control_panels={"panel1": list(PANEL)}, split=defaults["split"], regions=defaults["regions"],
+                  map=defaults["map"], markdup=defaults["markdup"])
     path = run_dir / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

@@ -76,7 +76,7 @@ rule map_reads:
     priority: config["priorities"]["map_reads"]
     conda:
         "../../envs/map.yaml"
-    threads: config["map"]["threads"]
+    threads: job_threads("map_reads")
     resources:
         **FACTS["map_reads"].resources,
     params:

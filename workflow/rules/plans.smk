@@ -74,6 +74,14 @@ COHORT_SHAPE = CohortShape(
     pmsignature_full=PMSIGNATURE.jobs("full"),
 )
 
+# The cores a local run shares among its jobs (none on a cluster): the threads of the rules whose
+# config says `threads: auto` (rules.Threads), the same in every process of the run.
+LOCAL_CORES = snakemake_adapter.local_cores(workflow) if CLUSTER == "local" else None
+
+
+def job_threads(rule_name):
+    return FACTS[rule_name].job_threads(config, COHORT_SHAPE, LOCAL_CORES)
+
 
 def sample_reads(sample):
     """A mapped sample's read files: its FASTQ lanes, or a [bam_tofastq] sample's BAMs (its

@@ -386,3 +386,18 @@ def test_the_workflow_gives_its_jobs_the_tables_threads(tmp_path, testdata, core
     config = write_config(tmp_path, testdata, cluster=cluster, map={"threads": "auto"}, markdup={"threads": "auto"})
     threads = fixed_threads(parse_workflow(config, cores=cores))
     assert {name: threads[name] for name in expected} == expected
+
+
+def test_map_jobs_go_one_sample_after_another_below_every_other_priority(tmp_path, testdata):
+    """Map jobs' priorities: the configured one for the samples table's first sample, a fraction
+    less for each next (so a sample's markdup can start beside the next sample's map jobs), never
+    down to the next integer (no other rule's order changes)."""
+    from types import SimpleNamespace
+
+    config = write_config(tmp_path, testdata, priorities={"map_reads": 5})
+    workflow = parse_workflow(config)
+    priority = workflow.get_rule("map_reads").priority
+    samples = ["tumor", "normal", "pon1", "pon2", "pon3"]  # the .test samples table's order
+    values = [priority(SimpleNamespace(sample=sample, chunk="0000")) for sample in samples]
+    assert values[0] == 5 and values == sorted(values, reverse=True) and len(set(values)) == len(values)
+    assert all(4 < value <= 5 for value in values)

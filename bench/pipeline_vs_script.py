@@ -7,14 +7,16 @@
 bam: the final tumor and normal BAMs. The script, per sample: `bwa mem -t CORES -K 10000000 -T 0
 -R RG | bamsort SO=coordinate`, then `bammarkduplicates` (the pipeline's tools, flags and
 compression). The pipeline: `snakemake --profile profiles/local --cores CORES` on the two final
-BAMs (+ index, md5) in a fresh output directory, at the default config (8 chunks, 50 Mb regions).
+BAMs (+ index, md5) in a fresh output directory, at the default config (8 chunks, 50 Mb regions,
+threads auto: 1 per map and markdup job on 2 cores).
 
 mutation: on the pipeline's BAMs, the mutation stage (snakemake on the tumor's result files: fisher,
 the filters, EBFilter against the panel, mutil, the VCFs) against a bare `samtools mpileup` of
 tumor and normal with fisher's samtools filters, over the whole genome.
 
-Prints both wall times, the ratio, and the load average before each measurement: compare runs
-made with the machine otherwise idle. With --rounds N each side is measured N times, alternating,
+Prints both wall times, the ratio, the load average before each measurement and both sides' CPU
+seconds (every process they started; load does not inflate it as it does the wall time): compare
+wall times of runs made with the machine otherwise idle. With --rounds N each side is measured N times, alternating,
 and the best times are compared too: on a shared virtual machine the same bwa run varies by 10 %
 from one minute to the next, and noise only ever adds time.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shlex
 import shutil
 import subprocess
@@ -87,7 +90,8 @@ def pipeline_config(data: Path, run_dir: Path) -> Path:
         config.pop(key, None)
     config.update(reference=str(data / "ref" / "genome.fa"), samples=str(data / "samples.tsv"),
                   pairs=str(run_dir / "pairs.tsv"), output_dir=str(run_dir / "results"),
-                  control_panels={"panel1": list(PANEL)}, split=defaults["split"], regions=defaults["regions"])
+                  control_panels={"panel1": list(PANEL)}, split=defaults["split"], regions=defaults["regions"],
+                  map=defaults["map"], markdup=defaults["markdup"])
     path = run_dir / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -122,9 +126,23 @@ def snakemake(config: Path, cores: int, targets: list[Path], env: dict[str, str]
                 "--cores", str(cores), *map(str, targets)], env=env)
 
 
-def compare(label: str, script: float, pipeline: float, loads: tuple[str, str]) -> None:
-    print(f"{label:<14} script {script:7.1f} s (load {loads[0]})   pipeline {pipeline:7.1f} s (load {loads[1]})"
-          f"   ratio {pipeline / script:.2f}", flush=True)
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process and their descendants so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measured(side) -> tuple[float, float]:
+    """(wall, CPU) seconds of side(), which returns its wall seconds: the CPU is what its
+    processes used, which the machine's load does not inflate as it does the wall time."""
+    before = children_cpu()
+    wall = side()
+    return wall, children_cpu() - before
+
+
+def compare(label: str, script: tuple[float, float], pipeline: tuple[float, float], loads: tuple[str, str]) -> None:
+    print(f"{label:<14} script {script[0]:7.1f} s (load {loads[0]})   pipeline {pipeline[0]:7.1f} s (load {loads[1]})"
+          f"   ratio {pipeline[0] / script[0]:.2f}   CPU {script[1]:.1f} s / {pipeline[1]:.1f} s", flush=True)
 
 
 def rounds(label: str, count: int, script, pipeline) -> None:
@@ -132,9 +150,9 @@ def rounds(label: str, count: int, script, pipeline) -> None:
     scripts, pipelines = [], []
     for number in range(1, count + 1):
         before_script = load()
-        scripts.append(script())
+        scripts.append(measured(script))
         before_pipeline = load()
-        pipelines.append(pipeline())
+        pipelines.append(measured(pipeline))
         compare(f"{label} {number}/{count}", scripts[-1], pipelines[-1], (before_script, before_pipeline))
     if count > 1:
         compare(f"{label} best", min(scripts), min(pipelines), ("-", "-"))

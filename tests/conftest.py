@@ -264,24 +264,27 @@ def run_snakemake(config_path, *args, check=True, env=None, cwd=None):
     return result
 
 
-def parse_workflow(*configs):
+def parse_workflow(*configs, cores=2):
     """Snakemake's parse of the workflow in this process, from RUN_DIR with these config files, as
-    `snakemake -n` starts: every parse-time check (rules/config.smk, rules/plans.smk) runs, and a
-    refusal raises the WorkflowError that Snakemake would print; no job runs. About 0.2 s where
-    a `snakemake` process takes seconds to start (the fast lane's refusal tests)."""
+    `snakemake -n --cores CORES` starts: every parse-time check (rules/config.smk, rules/plans.smk)
+    runs, and a refusal raises the WorkflowError that Snakemake would print; no job runs. About
+    0.2 s where a `snakemake` process takes seconds to start (the fast lane's refusal tests).
+    Returns the parsed Workflow."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
 
     cwd = os.getcwd()  # the API changes to the working directory
     try:
         with SnakemakeApi(OutputSettings()) as api:
-            api.workflow(
-                resource_settings=ResourceSettings(cores=2),
+            workflow_api = api.workflow(
+                resource_settings=ResourceSettings(cores=cores),
                 config_settings=ConfigSettings(configfiles=[Path(config) for config in configs]),
                 storage_settings=StorageSettings(),
                 snakefile=REPO / "workflow" / "Snakefile",
                 workdir=RUN_DIR,
-            ).dag()
+            )
+            workflow_api.dag()
+            return workflow_api._workflow
     finally:
         os.chdir(cwd)
 

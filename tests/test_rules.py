@@ -22,7 +22,7 @@ def test_the_configs_priority_and_storage_keys_are_the_tables():
 
 def test_every_rule_that_sets_a_priority_reads_its_configured_one():
     text = "".join(path.read_text() for path in (REPO / "workflow" / "rules").glob("*.smk"))
-    configured = set(re.findall(r'priority: config\["priorities"\]\["(\w+)"\]', text))
+    configured = set(re.findall(r'priority: (?:in_sample_order\()?config\["priorities"\]\["(\w+)"\]', text))
     assert configured == set(rules.PRIORITIES)
 
 
@@ -78,3 +78,48 @@ def test_a_rule_is_counted_by_a_function_of_the_cohort():
     assert {rule.name for rule in rules.RULES if rule.jobs(empty)} == {"utilisation_timeline"}
     with pytest.raises(TypeError, match="per` is a Per"):
         rules.Rule("new_rule", "qc", "sample")
+
+
+PAIR = rules.CohortShape(samples=2, pairs=1, chunks=8, regions=2, mutation_regions=4)  # the bench preset
+HUMAN_PAIR = rules.CohortShape(samples=2, pairs=1, chunks=8, regions=75, mutation_regions=74)
+
+
+@pytest.mark.parametrize("shape, cores, expected", [
+    # Two cores and a pair's 16 map jobs: one thread each, two jobs side by side.
+    (PAIR, 2, {"map_reads": 1, "markdup": 1}),
+    (PAIR, 8, {"map_reads": 1, "markdup": 2}),
+    # A 48-core workstation and a human pair: 16 map jobs x 3 threads; 150 markdup jobs x 1.
+    (HUMAN_PAIR, 48, {"map_reads": 3, "markdup": 1}),
+    # More cores than the jobs use: each rule's most.
+    (PAIR, 1000, {"map_reads": 8, "markdup": 4}),
+    # A cluster (no local cores): Genomon's 2 per job, whatever the node.
+    (PAIR, None, {"map_reads": 2, "markdup": 2}),
+    (HUMAN_PAIR, None, {"map_reads": 2, "markdup": 2}),
+])
+def test_auto_threads_share_a_local_runs_cores_among_the_rules_jobs(shape, cores, expected):
+    config = {"map": {"threads": "auto"}, "markdup": {"threads": "auto"}}
+    assert {name: rules.FACTS[name].job_threads(config, shape, cores) for name in expected} == expected
+
+
+@pytest.mark.parametrize("cores", [2, 48, None])
+def test_a_configured_thread_count_is_every_jobs_everywhere(cores):
+    config = {"map": {"threads": 6}, "markdup": {"threads": 3}}
+    assert rules.FACTS["map_reads"].job_threads(config, HUMAN_PAIR, cores) == 6
+    assert rules.FACTS["markdup"].job_threads(config, HUMAN_PAIR, cores) == 3
+    with pytest.raises(ValueError, match="its own"):
+        rules.FACTS["merge_bam"].job_threads(config, HUMAN_PAIR, cores)
+
+
+def test_every_rule_with_configured_threads_reads_them_from_the_table():
+    """A rule the table gives Threads takes `threads: job_threads(<rule>)`, and its config key
+    accepts a number or auto, auto by default (documented in config/README.md)."""
+    text = "".join(path.read_text() for path in (REPO / "workflow" / "rules").glob("*.smk"))
+    assert set(re.findall(r'threads: job_threads\("(\w+)"\)', text)) == {
+        rule.name for rule in rules.RULES if rule.threads}
+    readme = (REPO / "config" / "README.md").read_text()
+    for rule in rules.RULES:
+        if rule.threads:
+            key = SCHEMA["properties"][rule.threads.config_key]["properties"]["threads"]
+            assert key["$ref"] == "#/$defs/threads" and key["default"] == rules.AUTO_THREADS
+            assert f"| `{rule.threads.config_key}.threads` | auto |" in readme
+

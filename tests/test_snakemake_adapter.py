@@ -123,6 +123,16 @@ def test_total_cores_and_fixed_threads(parsed):
     assert set(threads) == {"all", "fixed", "per_job"}
 
 
+def test_local_cores(parsed):
+    """The run's cores where this machine runs the jobs (the main process, a local job's
+    subprocess, which Snakemake gives the run's --cores); none in a cluster job's process."""
+    for mode in (ExecMode.DEFAULT, ExecMode.SUBPROCESS):
+        workflow, _, _ = parsed(resource_settings=ResourceSettings(cores=3), workflow_settings=WorkflowSettings(exec_mode=mode))
+        assert workflow.local_exec and adapter.local_cores(workflow) == 3
+    workflow, _, _ = parsed(resource_settings=ResourceSettings(cores=3), workflow_settings=WorkflowSettings(exec_mode=ExecMode.REMOTE))
+    assert adapter.local_cores(workflow) is None
+
+
 def test_wrap_unlock(parsed):
     workflow, _, _ = parsed()
     original = workflow.unlock

@@ -22,6 +22,7 @@ from snakemake.exceptions import WorkflowError
 from conftest import REPO, RUN_DIR, SNAKEMAKE, parse_workflow, run_snakemake, write_config
 from genomon_smk.plan.config_check import config_problems
 from genomon_smk.plan.samplesheet import load_schema
+from genomon_smk.plan.snakemake_adapter import fixed_threads
 from genomon_smk.plan.regions import make_regions, read_fai
 
 def refusal(directory, testdata, env, prefix=(), **overrides):
@@ -80,6 +81,8 @@ CONFIG_SCHEMA = load_schema(str(REPO / "workflow" / "schemas"), "config")
      "key 'storage.rules.merge_bam.output': 'global' was expected"),
     ({"reference": []}, "key 'reference': [] should be non-empty"),
     ({"reference": ["genome.fa", 3]}, "key 'reference.1': 3 is not of type 'string'"),
+    ({"map": {"threads": "four"}}, "key 'map.threads': 'four' does not match '^auto$'"),
+    ({"markdup": {"threads": 0}}, "key 'markdup.threads': 0 is less than the minimum of 1"),
 ])
 def test_config_values_are_checked_against_the_schema(tmp_path, testdata, overrides, expected):
     path = write_config(tmp_path, testdata, **overrides)
@@ -368,3 +371,33 @@ def test_troubleshooting_section_quotes_real_messages():
     missing = [(message, part) for message in messages for part in map(str.strip, message.split("…"))
                if len(part) > 3 and part not in sources]
     assert missing == []
+
+
+@pytest.mark.parametrize("cores, cluster, expected", [
+    (2, "local", {"map_reads": 1, "markdup": 1}),
+    # The .test cohort: 5 samples x 4 chunks = 20 map jobs, 5 x 5 regions = 25 markdup jobs.
+    (48, "local", {"map_reads": 2, "markdup": 1}),
+    (48, "slurm", {"map_reads": 2, "markdup": 2}),
+    (1, "pjm", {"map_reads": 2, "markdup": 2}),
+])
+def test_the_workflow_gives_its_jobs_the_tables_threads(tmp_path, testdata, cores, cluster, expected):
+    """`threads: auto` (rules.Threads) in the parsed workflow: a fixed number per rule (the timeline
+    reads them too), from the local run's cores, or the cluster's count whatever the cores."""
+    config = write_config(tmp_path, testdata, cluster=cluster, map={"threads": "auto"}, markdup={"threads": "auto"})
+    threads = fixed_threads(parse_workflow(config, cores=cores))
+    assert {name: threads[name] for name in expected} == expected
+
+
+def test_map_jobs_go_one_sample_after_another_below_every_other_priority(tmp_path, testdata):
+    """Map jobs' priorities: the configured one for the samples table's first sample, a fraction
+    less for each next (so a sample's markdup can start beside the next sample's map jobs), never
+    down to the next integer (no other rule's order changes)."""
+    from types import SimpleNamespace
+
+    config = write_config(tmp_path, testdata, priorities={"map_reads": 5})
+    workflow = parse_workflow(config)
+    priority = workflow.get_rule("map_reads").priority
+    samples = ["tumor", "normal", "pon1", "pon2", "pon3"]  # the .test samples table's order
+    values = [priority(SimpleNamespace(sample=sample, chunk="0000")) for sample in samples]
+    assert values[0] == 5 and values == sorted(values, reverse=True) and len(set(values)) == len(values)
+    assert all(4 < value <= 5 for value in values)

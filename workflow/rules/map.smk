@@ -73,10 +73,10 @@ rule map_reads:
         log_path("map_reads", "{sample}/{chunk}"),
     benchmark:
         bench_path("map_reads", "{sample}/{chunk}")
-    priority: config["priorities"]["map_reads"]
+    priority: in_sample_order(config["priorities"]["map_reads"])
     conda:
         "../../envs/map.yaml"
-    threads: config["map"]["threads"]
+    threads: job_threads("map_reads")
     resources:
         **FACTS["map_reads"].resources,
     params:

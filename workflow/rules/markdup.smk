@@ -18,7 +18,7 @@ rule markdup:
     priority: config["priorities"]["markdup"]
     conda:
         "../../envs/markdup.yaml"
-    threads: config["markdup"]["threads"]
+    threads: job_threads("markdup")
     resources:
         **FACTS["markdup"].resources,
     params:

@@ -74,6 +74,26 @@ COHORT_SHAPE = CohortShape(
     pmsignature_full=PMSIGNATURE.jobs("full"),
 )
 
+# The cores a local run shares among its jobs (none on a cluster): the threads of the rules whose
+# config says `threads: auto` (rules.Threads), the same in every process of the run.
+LOCAL_CORES = snakemake_adapter.local_cores(workflow) if CLUSTER == "local" else None
+
+
+def job_threads(rule_name):
+    return FACTS[rule_name].job_threads(config, COHORT_SHAPE, LOCAL_CORES)
+
+
+# One sample's map jobs before the next sample's (the samples table's order), so a sample's
+# markdup runs beside the next sample's map jobs instead of every markdup waiting for the last
+# map job: a fraction below the configured priority, which leaves every other rule's order as it is.
+MAP_ORDER = {
+    sample: rank / len(MAPPED_SAMPLES) for rank, sample in enumerate(MAPPED_SAMPLES)
+}
+
+
+def in_sample_order(priority):
+    return lambda wildcards: priority - MAP_ORDER[wildcards.sample]
+
 
 def sample_reads(sample):
     """A mapped sample's read files: its FASTQ lanes, or a [bam_tofastq] sample's BAMs (its

@@ -88,6 +88,34 @@ IND_K = Per("ind K", lambda c, _: c.pmsignature_ind)
 FULL_K = Per("full K", lambda c, _: c.pmsignature_full)
 
 
+# A rule's config `<key>.threads` value that lets the run choose (the default).
+AUTO_THREADS = "auto"
+
+
+@dataclass(frozen=True)
+class Threads:
+    """A rule whose jobs' threads the config sets (`<config_key>.threads`: a number, the same for
+    every job everywhere; or "auto"). With "auto", on a cluster (one job per submission, and a
+    cluster job's own Snakemake must arrive at its submission's count) a job has `cluster`
+    threads; on a local run the run's cores are shared among the rule's jobs that can run side by
+    side (its job count for the cohort): at least 1, at most `most`. So two cores and a pair's 16
+    map jobs give 1 thread each (two bwa runs side by side instead of one on both cores), a
+    48-core workstation 3."""
+
+    config_key: str
+    cluster: int
+    most: int
+
+    def choose(self, configured: int | str, jobs: int, cores: int | None) -> int:
+        """A job's threads: the configured number, or for "auto" by the cores of a local run
+        (None: a cluster, or cores unknown)."""
+        if configured != AUTO_THREADS:
+            return int(configured)
+        if not cores:
+            return self.cluster
+        return max(1, min(self.most, cores // max(1, jobs)))
+
+
 @dataclass(frozen=True)
 class Rule:
     name: str
@@ -103,6 +131,8 @@ class Rule:
     # memory in MB, run time in minutes (Slurm --time, PJM elapse).
     mem_mb: int | None = None
     runtime: int | None = None
+    # Threads the config chooses (`<key>.threads`, "auto" by default); None: the rule's own.
+    threads: Threads | None = None
 
     def __post_init__(self):
         if not isinstance(self.per, Per):
@@ -111,6 +141,13 @@ class Rule:
     def jobs(self, shape: CohortShape) -> int:
         """The rule's jobs in a full run of a cohort of this shape (0: none)."""
         return self.per.count(shape, self.name)
+
+    def job_threads(self, config: dict, shape: CohortShape, cores: int | None) -> int:
+        """One job's threads from the config's `<key>.threads` (Threads.choose): cores are a
+        local run's (None on a cluster)."""
+        if self.threads is None:
+            raise ValueError(f"rule {self.name}: its threads are its own, not the config's")
+        return self.threads.choose(config[self.threads.config_key]["threads"], self.jobs(shape), cores)
 
     @property
     def resources(self) -> dict[str, int]:
@@ -136,9 +173,14 @@ RULES: tuple[Rule, ...] = (
     # cohort of imported BAMs has neither job.
     Rule("region_table", "map", RUN_WITH_MAP_JOBS),
     Rule("stage_reference", "map", RUN_READING_REFERENCE),
-    Rule("map_reads", "map", SAMPLE_CHUNK, 0, "map", ("output", "temp"), mem_mb=10600, runtime=120),
+    # bwa scales with threads (and the scatter's bamsort sorts on them); markdup's first pass is
+    # one thread beside bammerge, the rest only recompress: on 2 cores and a pair, 1 thread each
+    # lets two map jobs, or one sample's markdup and the other's map job, run side by side.
+    Rule("map_reads", "map", SAMPLE_CHUNK, 0, "map", ("output", "temp"), mem_mb=10600, runtime=120,
+         threads=Threads("map", cluster=2, most=8)),
     Rule("gather_map", "map", SAMPLE, 10, "map", ("output",)),
-    Rule("markdup", "markdup", SAMPLE_REGION, 10, "markdup", ("output", "temp"), mem_mb=10600, runtime=360),
+    Rule("markdup", "markdup", SAMPLE_REGION, 10, "markdup", ("output", "temp"), mem_mb=10600, runtime=360,
+         threads=Threads("markdup", cluster=2, most=4)),
     Rule("merge_bam", "merge bam", SAMPLE, 30, "merge_bam", ("output", "temp"), mem_mb=4000, runtime=240),
     Rule("identify_mutations", "identify mutations", PAIR_REGION, 20, "identify_mutations",
          ("output", "temp"), mem_mb=5300, runtime=180),

@@ -79,6 +79,16 @@ def total_cores(workflow) -> int | None:
     return None if cores is None or cores >= sys.maxsize else cores
 
 
+def local_cores(workflow) -> int | None:
+    """The cores of a run whose jobs this machine's executor runs (total_cores), the same in the
+    main process and a local job's subprocess (Snakemake passes it the run's --cores); None
+    with a cluster executor (Workflow.local_exec false: unbounded cores) and in a cluster job's
+    own process (Workflow.remote_exec: its --cores is "all", the node's, not the run's)."""
+    if workflow.remote_exec or not workflow.local_exec:
+        return None
+    return total_cores(workflow)
+
+
 def fixed_threads(workflow) -> dict[str, int | None]:
     """Every rule's thread count (Rule.resources["_cores"], a Resource in Snakemake 9); None for
     one a function gives per job."""

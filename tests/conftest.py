@@ -264,12 +264,12 @@ def run_snakemake(config_path, *args, check=True, env=None, cwd=None):
     return result
 
 
-def parse_workflow(*configs, cores=2):
+def parse_workflow(*configs, cores=2, command_line=None):
     """Snakemake's parse of the workflow in this process, from RUN_DIR with these config files, as
     `snakemake -n --cores CORES` starts: every parse-time check (rules/config.smk, rules/plans.smk)
     runs, and a refusal raises the WorkflowError that Snakemake would print; no job runs. About
     0.2 s where a `snakemake` process takes seconds to start (the fast lane's refusal tests).
-    Returns the parsed Workflow."""
+    command_line: --config values, as Snakemake's parser gives them. Returns the parsed Workflow."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
 
@@ -278,7 +278,9 @@ def parse_workflow(*configs, cores=2):
         with SnakemakeApi(OutputSettings()) as api:
             workflow_api = api.workflow(
                 resource_settings=ResourceSettings(cores=cores),
-                config_settings=ConfigSettings(configfiles=[Path(config) for config in configs]),
+                config_settings=ConfigSettings(
+                    config=command_line or {}, configfiles=[Path(config) for config in configs]
+                ),
                 storage_settings=StorageSettings(),
                 snakefile=REPO / "workflow" / "Snakefile",
                 workdir=RUN_DIR,

@@ -12,7 +12,14 @@ import yaml
 from snakemake.exceptions import WorkflowError
 
 from conftest import parse_workflow, run_snakemake, write_config
-from genomon_smk.plan.config_check import config_problems, option_keys, quoted_options, value_at
+from genomon_smk.plan.config_check import (
+    config_problems,
+    leaf_paths,
+    option_keys,
+    quoted_options,
+    typed_command_line,
+    value_at,
+)
 from genomon_smk.plan.tool_options import CHECKED, tool_option_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan.samplesheet import load_schema
@@ -195,3 +202,38 @@ def test_a_key_set_twice_in_a_config_file_is_refused_with_both_lines(tmp_path):
         f"{config_file}:8: key 'paplot.include_unpair': set twice (first on line 7): only this one would count;"
         " merge the two",
     ]
+
+
+def test_nested_command_line_values_get_the_types_a_config_file_gives():
+    """Snakemake reads `--config 'split={chunks: 3}'` inside the braces as text."""
+    config = {"split": {"chunks": "3"}, "map": {"threads": "auto", "bwa_params": "-T 0"},
+              "paplot": {"include_unpair": "false"}, "storage": {"paths": {"cache": "null"}}, "cluster": "slurm"}
+    given = {key: config[key] for key in ("split", "map", "paplot", "storage", "cluster")}
+    assert sorted(leaf_paths(given)) == [("cluster",), ("map", "bwa_params"), ("map", "threads"),
+                                         ("paplot", "include_unpair"), ("split", "chunks"),
+                                         ("storage", "paths", "cache")]
+    typed_command_line(config, given)
+    assert config == {"split": {"chunks": 3}, "map": {"threads": "auto", "bwa_params": "-T 0"},
+                      "paplot": {"include_unpair": False}, "storage": {"paths": {"cache": None}},
+                      "cluster": "slurm"}
+
+
+def test_a_bad_command_line_value_is_blamed_on_the_command_line_in_plain_words(tmp_path):
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text("reference: ref.fa\nmap:\n  threads: 2\nmarkdup:\n  threads: fast\n")
+    config = yaml.safe_load(config_file.read_text()) | {"split": {"chunks": "x"}}
+    problems = config_problems(config, SCHEMA, [str(config_file)], frozenset({("split", "chunks")}))
+    assert problems == [
+        f"{config_file}:5: key 'markdup.threads': 'fast': not a thread count: give a whole number, 1 or more,"
+        " or auto",
+        "--config: key 'split.chunks': 'x' is not of type 'integer'",
+    ]
+
+
+def test_a_nested_command_line_number_is_taken_as_a_number(tmp_path, testdata):
+    config = write_config(tmp_path, testdata)
+    workflow = parse_workflow(config, command_line={"split": {"chunks": "3"}, "map": {"threads": "1"}})
+    assert workflow.config["split"]["chunks"] == 3 and workflow.config["map"]["threads"] == 1
+    with pytest.raises(WorkflowError) as refused:
+        parse_workflow(config, command_line={"markdup": {"threads": "0"}})
+    assert "--config: key 'markdup.threads': 0: not a thread count" in str(refused.value)

@@ -81,8 +81,8 @@ CONFIG_SCHEMA = load_schema(str(REPO / "workflow" / "schemas"), "config")
      "key 'storage.rules.merge_bam.output': 'global' was expected"),
     ({"reference": []}, "key 'reference': [] should be non-empty"),
     ({"reference": ["genome.fa", 3]}, "key 'reference.1': 3 is not of type 'string'"),
-    ({"map": {"threads": "four"}}, "key 'map.threads': 'four' does not match '^auto$'"),
-    ({"markdup": {"threads": 0}}, "key 'markdup.threads': 0 is less than the minimum of 1"),
+    ({"map": {"threads": "four"}}, "key 'map.threads': 'four': not a thread count: give a whole number, 1 or more, or auto"),
+    ({"markdup": {"threads": 0}}, "key 'markdup.threads': 0: not a thread count: give a whole number, 1 or more, or auto"),
 ])
 def test_config_values_are_checked_against_the_schema(tmp_path, testdata, overrides, expected):
     path = write_config(tmp_path, testdata, **overrides)

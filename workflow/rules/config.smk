@@ -17,7 +17,9 @@ from genomon_smk.plan.config_check import (
     cluster_fragment,
     config_problems,
     key_problem,
+    leaf_paths,
     quoted_options,
+    typed_command_line,
     underlay,
     value_at,
 )
@@ -74,9 +76,15 @@ CLUSTER_FRAGMENT = cluster_fragment(
 )
 if CLUSTER_FRAGMENT:
     config.update(underlay(yaml.safe_load(Path(CLUSTER_FRAGMENT).read_text()), config))
+# --config values inside braces arrive as text: typed as a config file would type them.
+COMMAND_LINE_CONFIG = snakemake_adapter.command_line_config(workflow)
+typed_command_line(config, COMMAND_LINE_CONFIG)
 # Our own messages first (file, line, key, the key meant); Snakemake's validate then sets defaults.
 CONFIG_PROBLEMS = config_problems(
-    config, load_schema(str(SCHEMAS), "config"), CONFIG_FILES
+    config,
+    load_schema(str(SCHEMAS), "config"),
+    CONFIG_FILES,
+    frozenset(leaf_paths(COMMAND_LINE_CONFIG)),
 )
 if CONFIG_PROBLEMS:
     raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))

@@ -76,6 +76,8 @@ def describe(error: jsonschema.ValidationError) -> tuple[tuple[str, ...], str]:
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             messages.append((path + (key,), f"unknown key{hint}; known keys here: {', '.join(known)}"))
         return messages[0] if len(messages) == 1 else (path, "; ".join(f"'{p[-1]}': {m}" for p, m in messages))
+    if isinstance(error.schema, dict) and "x-message" in error.schema:  # the schema's own words
+        return path, f"{error.instance!r}: {error.schema['x-message']}"
     return path, error.message
 
 
@@ -138,10 +140,43 @@ def cluster_fragment(cluster: object, profiles_dir: str) -> str | None:
     return path if os.path.isfile(path) else None
 
 
-def config_problems(config: dict, schema: dict, config_files: list[str]) -> list[str]:
+def leaf_paths(mapping: dict, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The key paths of a nested mapping's leaves."""
+    paths = []
+    for key, value in mapping.items():
+        path = prefix + (str(key),)
+        paths += leaf_paths(value, path) if isinstance(value, dict) and value else [path]
+    return paths
+
+
+def typed_command_line(config: dict, command_line: dict) -> None:
+    """A nested --config value reaches the config as text (`--config 'split={chunks: 3}'`: '3';
+    Snakemake reads inside braces with YAML's base loader): each such value that YAML reads as a
+    number, true/false or null gets that type, as in a config file. Top-level values are typed
+    already."""
+    for path in leaf_paths(command_line):
+        if len(path) < 2:
+            continue
+        *parents, last = path
+        node = config
+        for key in parents:
+            node = node.get(key) if isinstance(node, dict) else None
+        value = node.get(last) if isinstance(node, dict) else None
+        if isinstance(value, str):
+            try:
+                typed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                continue
+            if typed is None or isinstance(typed, (bool, int, float)):
+                node[last] = typed
+
+
+def config_problems(config: dict, schema: dict, config_files: list[str],
+                    command_line: frozenset[tuple[str, ...]] = frozenset()) -> list[str]:
     """Every schema problem of `config` and every options value that cannot be split, as
     `FILE:LINE: key 'a.b': message`; the line is looked up in the last config file that sets the
-    key (later files override earlier ones)."""
+    key (later files override earlier ones); a key given with --config (command_line: its key
+    paths) is blamed on --config, which overrides every file."""
     keys = {path: mapping_keys(path) for path in config_files}  # each file read once
     lines = [(path, key_lines(path, keys[path])) for path in reversed(config_files)]
     validator = jsonschema.validators.validator_for(schema)(schema)
@@ -154,7 +189,12 @@ def config_problems(config: dict, schema: dict, config_files: list[str]) -> list
         for path in option_keys(schema)
         if (problem := option_problem(value_at(config, path)))
     ]
-    return [key_problem(path, message, config_files, lines) for path, message in problems] + [
+    return [
+        f"--config: key '{'.'.join(path)}': {message}"
+        if any(path[: len(given)] == given or given[: len(path)] == path for given in command_line if path)
+        else key_problem(path, message, config_files, lines)
+        for path, message in problems
+    ] + [
         problem for name in config_files for problem in duplicate_keys(name, keys[name])
     ]
 

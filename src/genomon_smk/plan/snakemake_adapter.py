@@ -42,6 +42,12 @@ def config_files(workflow) -> list[str]:
     return [str(path) for path in workflow.overwrite_configfiles or []]
 
 
+def command_line_config(workflow) -> dict:
+    """The --config values (a profile's `config:` entries included) as Snakemake parsed them
+    (ConfigSettings.overwrite_config; {} when none)."""
+    return dict(workflow.config_settings.overwrite_config or {})
+
+
 def uses_conda(workflow) -> bool:
     """--sdm conda (DeploymentSettings.deployment_method holds DeploymentMethod.CONDA)."""
     from snakemake.settings.types import DeploymentMethod

@@ -132,10 +132,18 @@ def summary(
     head = "will be written to" if dry_run else "are in"
     lines = [f"genomon-smk: the results {head} {output_dir}"]
     # Each filtered result read once: for the table and for the pairs left empty.
-    kept_calls = {} if dry_run else {pair.tumor: count_calls(pair.filtered) for pair in pairs}
-    if pairs and not dry_run:
-        lines += pair_table(pairs, kept_calls, output_dir)
-    elif pairs:
+    # A run of some targets lists the pairs that have a result; the others are counted.
+    waiting = [] if dry_run else [pair.tumor for pair in pairs if not os.path.exists(pair.filtered)]
+    made = [pair for pair in pairs if pair.tumor not in set(waiting)]
+    kept_calls = {} if dry_run else {pair.tumor: count_calls(pair.filtered) for pair in made}
+    if made and not dry_run:
+        lines += pair_table(made, kept_calls, output_dir)
+    if waiting:
+        shown_names = ", ".join(waiting[:5]) + (", ..." if len(waiting) > 5 else "")
+        lines.append(f"  {len(waiting)} other pair(s) without a result yet (not among this run's targets): {shown_names}")
+        # Snakemake's report needs every result of the workflow.
+        places = {label: place for label, place in places.items() if label != "report"}
+    if pairs and dry_run:
         lines.append(
             f"  {len(pairs)} pair(s): mutation/<tumor>/<tumor>.genomon_mutation.result.filt.txt"
             + (", sv/<tumor>/<tumor>.genomonSV.result.filt.txt" if any(p.sv_filtered for p in pairs) else "")

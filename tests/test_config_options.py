@@ -20,6 +20,7 @@ from genomon_smk.plan.config_check import (
     typed_command_line,
     value_at,
 )
+from genomon_smk.plan import snakemake_adapter as adapter
 from genomon_smk.plan.tool_options import CHECKED, tool_option_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan.samplesheet import load_schema
@@ -234,6 +235,8 @@ def test_a_nested_command_line_number_is_taken_as_a_number(tmp_path, testdata):
     config = write_config(tmp_path, testdata)
     workflow = parse_workflow(config, command_line={"split": {"chunks": "3"}, "map": {"threads": "1"}})
     assert workflow.config["split"]["chunks"] == 3 and workflow.config["map"]["threads"] == 1
+    # Only --config's values: a file's quoted text stays text, and its problems stay the file's.
+    assert adapter.command_line_config(workflow) == {"split": {"chunks": "3"}, "map": {"threads": "1"}}
     with pytest.raises(WorkflowError) as refused:
         parse_workflow(config, command_line={"markdup": {"threads": "0"}})
     assert "--config: key 'markdup.threads': 0: not a thread count" in str(refused.value)

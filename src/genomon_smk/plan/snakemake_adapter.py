@@ -44,8 +44,8 @@ def config_files(workflow) -> list[str]:
 
 def command_line_config(workflow) -> dict:
     """The --config values (a profile's `config:` entries included) as Snakemake parsed them
-    (ConfigSettings.overwrite_config; {} when none)."""
-    return dict(workflow.config_settings.overwrite_config or {})
+    (ConfigSettings.config; its overwrite_config has the config files' values too); {} when none."""
+    return dict(workflow.config_settings.config or {})
 
 
 def uses_conda(workflow) -> bool:

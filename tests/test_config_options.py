@@ -240,3 +240,12 @@ def test_a_nested_command_line_number_is_taken_as_a_number(tmp_path, testdata):
     with pytest.raises(WorkflowError) as refused:
         parse_workflow(config, command_line={"markdup": {"threads": "0"}})
     assert "--config: key 'markdup.threads': 0: not a thread count" in str(refused.value)
+
+
+def test_a_bad_tool_option_given_with_config_is_blamed_on_config(tmp_path, testdata):
+    """Every config check names where the key was set (config_check.key_problem), not only the schema's."""
+    config = write_config(tmp_path, testdata)
+    with pytest.raises(WorkflowError) as refused:
+        parse_workflow(config, command_line={"indel_filter": {"params": "--search_length 40 --neighbour 5"}})
+    assert "--config: key 'indel_filter.params': " in str(refused.value)
+    assert "unrecognized arguments: --neighbour 5" in str(refused.value)

@@ -79,12 +79,17 @@ if CLUSTER_FRAGMENT:
 # --config values inside braces arrive as text: typed as a config file would type them.
 COMMAND_LINE_CONFIG = snakemake_adapter.command_line_config(workflow)
 typed_command_line(config, COMMAND_LINE_CONFIG)
+COMMAND_LINE_KEYS = frozenset(leaf_paths(COMMAND_LINE_CONFIG))
+
+
+def config_key_problem(path, message):
+    """A problem of a config key, where the run's config says it (key_problem)."""
+    return key_problem(path, message, CONFIG_FILES, command_line=COMMAND_LINE_KEYS)
+
+
 # Our own messages first (file, line, key, the key meant); Snakemake's validate then sets defaults.
 CONFIG_PROBLEMS = config_problems(
-    config,
-    load_schema(str(SCHEMAS), "config"),
-    CONFIG_FILES,
-    frozenset(leaf_paths(COMMAND_LINE_CONFIG)),
+    config, load_schema(str(SCHEMAS), "config"), CONFIG_FILES, COMMAND_LINE_KEYS
 )
 if CONFIG_PROBLEMS:
     raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))
@@ -98,7 +103,7 @@ if MAIN_PROCESS and config["mutation_tools"] == "builtin":
         raise WorkflowError(
             "invalid config:\n"
             + "\n".join(
-                key_problem(path, message, CONFIG_FILES)
+                config_key_problem(path, message)
                 for path, message in TOOL_OPTION_PROBLEMS
             )
         )
@@ -194,11 +199,7 @@ try:
         problems = (
             hotspot_db_problems(HOTSPOT_DB, CONTIGS)
             if os.path.isfile(HOTSPOT_DB)
-            else [
-                key_problem(
-                    ("hotspot_db",), f"file not found: {HOTSPOT_DB}", CONFIG_FILES
-                )
-            ]
+            else [config_key_problem(("hotspot_db",), f"file not found: {HOTSPOT_DB}")]
         )
         if problems:
             raise InputError("\n".join(problems))
@@ -261,7 +262,7 @@ def sv_pairs():
     if problem:
         raise WorkflowError(
             "invalid config:\n"
-            + key_problem(("sv_detection", "tumors"), problem, CONFIG_FILES)
+            + config_key_problem(("sv_detection", "tumors"), problem)
         )
     if "genomon_sample_sheet" in config:
         return {pair.tumor: pair for pair in COHORT.sv_pairs}
@@ -333,7 +334,7 @@ PMSIGNATURE = pmsignature_plan.plan_pmsignature(
     config_path,
 )
 problems = [
-    key_problem(key, problem, CONFIG_FILES)
+    config_key_problem(key, problem)
     for key, problem in pmsignature_plan.problems(config, PMSIGNATURE, CONTIGS)
 ]
 if problems:

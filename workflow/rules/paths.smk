@@ -210,11 +210,10 @@ def cohort_name():
         if config["cohort"] is not None:
             raise WorkflowError(
                 "invalid config:\n"
-                + key_problem(
+                + config_key_problem(
                     ("cohort",),
                     "with genomon_sample_sheet, the sheet's file name names the cohort, "
                     "as in Genomon; leave this key out",
-                    CONFIG_FILES,
                 )
             )
         return os.path.splitext(os.path.basename(config["genomon_sample_sheet"]))[0]

@@ -251,7 +251,7 @@ def sv_annotation_warnings():
     )
     if not problem:
         return []
-    return [f"warning: {key_problem(('sv_filt', 'grc'), problem, CONFIG_FILES)}"]
+    return [f"warning: {config_key_problem(('sv_filt', 'grc'), problem)}"]
 
 
 def pmsignature_warnings():

@@ -157,10 +157,8 @@ def typed_command_line(config: dict, command_line: dict) -> None:
     for path in leaf_paths(command_line):
         if len(path) < 2:
             continue
-        *parents, last = path
-        node = config
-        for key in parents:
-            node = node.get(key) if isinstance(node, dict) else None
+        node = value_at(config, path[:-1])
+        last = path[-1]
         value = node.get(last) if isinstance(node, dict) else None
         if isinstance(value, str):
             try:
@@ -189,23 +187,22 @@ def config_problems(config: dict, schema: dict, config_files: list[str],
         for path in option_keys(schema)
         if (problem := option_problem(value_at(config, path)))
     ]
-    return [
-        f"--config: key '{'.'.join(path)}': {message}"
-        if any(path[: len(given)] == given or given[: len(path)] == path for given in command_line if path)
-        else key_problem(path, message, config_files, lines)
-        for path, message in problems
-    ] + [
+    return [key_problem(path, message, config_files, lines, command_line) for path, message in problems] + [
         problem for name in config_files for problem in duplicate_keys(name, keys[name])
     ]
 
 
-def key_problem(path: tuple[str, ...], message: str, config_files: list[str], lines=None) -> str:
+def key_problem(path: tuple[str, ...], message: str, config_files: list[str], lines=None,
+                command_line: frozenset[tuple[str, ...]] = frozenset()) -> str:
     """`FILE:LINE: key 'a.b': message`, the line of the last config file that sets the key (the
     last file without a line when none sets it: the schema's default); lines: key_lines of the
-    files, last first, when already read."""
+    files, last first, when already read; `--config: key 'a.b': message` for a key given with
+    --config (command_line: its key paths; it overrides every file)."""
+    key = ".".join(path) or "(top level)"
+    if path and any(path[: len(given)] == given or given[: len(path)] == path for given in command_line):
+        return f"--config: key '{key}': {message}"
     if lines is None:
         lines = [(name, key_lines(name)) for name in reversed(config_files)]
     where = next(((name, found[path]) for name, found in lines if path in found), None)
     place = f"{where[0]}:{where[1]}" if where else (config_files[-1] if config_files else "config")
-    key = ".".join(path) or "(top level)"
     return f"{place}: key '{key}': {message}"

@@ -131,12 +131,18 @@ def summary(
     signatures: the pmsignature results (JSON) of the run."""
     head = "will be written to" if dry_run else "are in"
     lines = [f"genomon-smk: the results {head} {output_dir}"]
-    # Each filtered result read once: for the table and for the pairs left empty.
     # A run of some targets lists the pairs that have a result; the others are counted.
-    waiting = [] if dry_run else [pair.tumor for pair in pairs if not os.path.exists(pair.filtered)]
-    made = [pair for pair in pairs if pair.tumor not in set(waiting)]
-    kept_calls = {} if dry_run else {pair.tumor: count_calls(pair.filtered) for pair in made}
-    if made and not dry_run:
+    made: list[PairFiles] = []
+    waiting: list[str] = []
+    if not dry_run:
+        for pair in pairs:
+            if os.path.exists(pair.filtered):
+                made.append(pair)
+            else:
+                waiting.append(pair.tumor)
+    # Each filtered result read once: for the table and for the pairs left empty.
+    kept_calls = {pair.tumor: count_calls(pair.filtered) for pair in made}
+    if made:
         lines += pair_table(made, kept_calls, output_dir)
     if waiting:
         shown_names = ", ".join(waiting[:5]) + (", ..." if len(waiting) > 5 else "")

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import os
 import shlex
@@ -42,7 +41,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from genomon_smk.plan.hotspot import write_region_db  # noqa: E402
 from genomon_smk.steps.reference_cache import METHODS as STAGING_METHODS  # noqa: E402
-from genomon_smk.steps.reference_cache import cache_reference, transfer_marker  # noqa: E402
+from genomon_smk.steps.reference_cache import staged_fasta  # noqa: E402
 
 CHOICES = ("builtin", "upstream")
 # Each Genomon tool of the chain -> the module of genomon-smk's own whose main(argv) is that tool.
@@ -241,9 +240,7 @@ def staged_reference(manifest: str, cache: str | None, method: str) -> str:
     `python -m genomon_smk.steps.reference_cache ensure` prints, without its interpreter."""
     if method == "copy" and not cache:
         raise SystemExit("identify_mutations: --staged-reference needs --cache")
-    with open(manifest) as handle:
-        entries = json.load(handle)
-    return cache_reference(entries, cache, method, transfer_marker(manifest))[0]
+    return staged_fasta(manifest, cache, method)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -167,6 +167,13 @@ def cache_reference(manifest: list[dict], cache_dir: str, method: str, marker: s
     return ensure_cached(manifest, cache_dir)
 
 
+def staged_fasta(manifest_path: str, cache_dir: str | None, method: str) -> str:
+    """The reference FASTA's staged path on this node, staged first if it is not there (`ensure`)."""
+    with open(manifest_path) as handle:
+        manifest = json.load(handle)
+    return cache_reference(manifest, cache_dir, method, transfer_marker(manifest_path))[0]
+
+
 def start(files: list[str], marker: str, job: str | None) -> str:
     """At the start of a run inside a PJM job: llio_transfer the reference files once for the
     whole job and record the job in the marker; outside PJM do nothing. Returns what was done."""
@@ -231,15 +238,15 @@ def main(argv=None) -> int:
         where = "llio_transfer'd" if args.method == "llio_transfer" else f"staged in {args.cache}"
         print(f"stage_reference: {len(manifest)} reference files {where}", file=sys.stderr)
         return 0
+    if args.command == "ensure":
+        print(staged_fasta(args.manifest, args.cache, args.method))
+        return 0
     with open(args.manifest) as handle:
         manifest = json.load(handle)
-    if args.command == "ensure":
-        print(cache_reference(manifest, args.cache, args.method, marker)[0])
-    else:
-        print(
-            f"stage_reference: {purge(manifest, args.method, inside_job=current_job() is not None, marker=marker)}",
-            file=sys.stderr,
-        )
+    print(
+        f"stage_reference: {purge(manifest, args.method, inside_job=current_job() is not None, marker=marker)}",
+        file=sys.stderr,
+    )
     return 0
 
 

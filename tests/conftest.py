@@ -7,6 +7,7 @@ import functools
 import hashlib
 import inspect
 import json
+import logging
 import os
 import re
 import shutil
@@ -274,6 +275,10 @@ def parse_workflow(*configs, cores=2, command_line=None):
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
 
     cwd = os.getcwd()  # the API changes to the working directory
+    # The parse adds the workflow's filter and handler to Snakemake's process-wide logger
+    # (rules/console.smk): taken off again, so that a later test in this worker sees its own.
+    logger = logging.getLogger("snakemake.logging")
+    filters, handlers = list(logger.filters), list(logger.handlers)
     try:
         with SnakemakeApi(OutputSettings()) as api:
             workflow_api = api.workflow(
@@ -289,6 +294,7 @@ def parse_workflow(*configs, cores=2, command_line=None):
             return workflow_api._workflow
     finally:
         os.chdir(cwd)
+        logger.filters[:], logger.handlers[:] = filters, handlers
 
 
 @pytest.fixture(scope="session", autouse=True)

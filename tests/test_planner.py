@@ -132,7 +132,10 @@ def test_planner_takes_the_real_dag_and_the_runs_benchmarks(pipeline_run, tmp_pa
     durations = benchmark_durations(str(pipeline_run / "benchmarks"))
     # Every rule of the DAG but the target has a measured mean.
     assert {rule for _, rule in nodes} - {"all"} <= set(durations)
-    assert all(seconds > 0 for seconds in durations.values())
+    # A reference set-up job another scenario already built (build_once) may take 0.00 s; the
+    # per-sample work never does.
+    assert all(seconds >= 0 for seconds in durations.values())
+    assert all(durations[rule] > 0 for rule in ("split_fastq", "map_reads", "markdup", "merge_bam"))
     jobs = read_dot(dot, durations)
     assert len(jobs) == len(nodes) and len(nodes) > 90
     single = simulate(jobs, 2, samples=1, priority=PRIORITIES)

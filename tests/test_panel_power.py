@@ -22,6 +22,23 @@ def test_a_bigger_or_deeper_panel_allows_higher_scores():
     assert panel_power.best_clean_site_score(3, 60, 40) == pytest.approx(three, abs=0.05)
 
 
+def test_a_cached_score_is_the_computed_one_and_only_for_the_code_that_made_it(tmp_path, monkeypatch):
+    cache = tmp_path / "snakemake" / "panel-scores.json"
+    computed = panel_power.best_clean_site_score(3, 20, 40)
+    assert panel_power.best_clean_site_score(3, 20, 40, cache=str(cache)) == computed
+    code = panel_power.score_code_digest()
+    assert panel_power.read_score_cache(str(cache), code) == {"3 10 20 5": computed}
+    # Read back, not computed again: the fit is not called.
+    monkeypatch.setattr(panel_power, "clean_site_score", lambda *_: pytest.fail("computed again"))
+    assert panel_power.best_clean_site_score(3, 20, 40, cache=str(cache)) == computed
+    # Another code's (or a broken) cache is not used.
+    assert panel_power.read_score_cache(str(cache), "another") == {}
+    cache.write_text("{not json")
+    monkeypatch.undo()
+    assert panel_power.best_clean_site_score(3, 20, 40, cache=str(cache)) == computed
+    assert panel_power.read_score_cache(str(cache), code) == {"3 10 20 5": computed}
+
+
 def test_a_warning_names_the_threshold_only_when_it_is_out_of_reach():
     check = panel_power.PanelCheck("T", "p", 3, 20.0, 40.0, 1.03, 4.0)
     message = panel_power.warning(check, "config mutation_util.pair_params")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import types
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,26 @@ def test_plan_faster_keeps_every_jobs_conda_env(parsed, tmp_path):
         assert job.conda_env_spec == full(job)
     assert str(jobs["fixed"].conda_env_spec.file.get_path_or_uri(secret_free=True)).endswith("env.yaml")
     assert jobs["all"].conda_env_spec is None
+
+
+def test_end_at_once_wakes_the_scheduler_from_a_daemon_timer():
+    """The scheduler's re-evaluation timer no longer holds the process open at exit: a daemon
+    Timer that still wakes the scheduler (releases its semaphore) after the delay."""
+    import threading
+
+    import snakemake.scheduling.job_scheduler as job_scheduler
+
+    adapter.end_at_once()
+    adapter.end_at_once()  # idempotent
+    patched = job_scheduler.JobScheduler._schedule_reevalutation
+    assert not hasattr(patched.full, "full")
+    scheduler = types.SimpleNamespace(_open_jobs=threading.Semaphore(0))
+    before = set(threading.enumerate())
+    patched(scheduler, 0.05)
+    (timer,) = set(threading.enumerate()) - before
+    assert isinstance(timer, threading.Timer) and timer.daemon
+    assert not scheduler._open_jobs.acquire(blocking=False)  # not before the delay
+    assert scheduler._open_jobs.acquire(timeout=5)
 
 
 SMALLER = """

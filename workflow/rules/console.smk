@@ -135,3 +135,5 @@ if MAIN_PROCESS:
     # Snakemake's planning cut: snakemake_adapter.plan_faster), and per-job objects made smaller.
     snakemake_adapter.plan_faster()
     snakemake_adapter.plan_smaller()
+    # A run's process ends with its last job, not up to a second after (Snakemake's timers).
+    snakemake_adapter.end_at_once()

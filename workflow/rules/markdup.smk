@@ -23,6 +23,11 @@ rule markdup:
         **FACTS["markdup"].resources,
     params:
         work_dir_setup=work_dir_setup("markdup"),
+        # The second pass compresses on at least two threads, even in a one-thread job: its
+        # first pass already runs two processes (bammerge beside bammarkduplicates' single
+        # thread), and a sample's last markdup otherwise leaves a core idle while nothing else
+        # can run (the end of a local run).
+        compress_threads=lambda wildcards, threads: max(threads, 2),
     shell:
         """
         {params.work_dir_setup} {log:q}
@@ -38,7 +43,7 @@ rule markdup:
         (
             cd "$work"
             bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge \
-                | bammarkduplicates M=metrics.txt markthreads={threads} rewritebam=1 rewritebamlevel=0 \
+                | bammarkduplicates M=metrics.txt markthreads={params.compress_threads} rewritebam=1 rewritebamlevel=0 \
                     index=1 indexfilename={output.bai:q} tmpfile=markdup >{output.bam:q}
         ) 2>{log:q}
         mv "$work/metrics.txt" {output.metrics:q}

@@ -177,6 +177,10 @@ def sample_depth(member, genome_length):
     )
 
 
+# Snakemake's own directory of the working directory: each clean site's score computed once.
+PANEL_SCORE_CACHE = ".snakemake/genomon-smk/panel-scores.json"
+
+
 def panel_warnings():
     """Warnings about each pair's panel, printed with the plan (see genomon_smk.plan.panel_power),
     as PlanWarnings about the pair's tumor."""
@@ -206,7 +210,9 @@ def panel_warnings():
             len(members),
             panel_depth,
             tumor_depth,
-            panel_power.best_clean_site_score(len(members), panel_depth, tumor_depth),
+            panel_power.best_clean_site_score(
+                len(members), panel_depth, tumor_depth, cache=PANEL_SCORE_CACHE
+            ),
             threshold,
         )
         message = panel_power.warning(check, f"config mutation_util.{key}")

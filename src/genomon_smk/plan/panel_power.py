@@ -10,9 +10,14 @@ cheaply (FASTQ: a sample of the first compressed bytes; BAM: its index statistic
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import shlex
+import tempfile
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import pysam
 
@@ -21,6 +26,8 @@ import pysam
 TYPICAL_VAF = 0.25
 DEFAULT_DEPTH = 30.0
 SAMPLE_BYTES = 1 << 16
+# The modules a clean site's score comes from (genomon_smk/tools/).
+SCORE_CODE = ("ebfilter.py", "betabinom.py")
 
 
 @dataclass(frozen=True)
@@ -73,18 +80,68 @@ def bam_bases(path: str) -> float:
     return mapped * (sum(lengths) / len(lengths) if lengths else 0.0)
 
 
-def best_clean_site_score(members: int, panel_depth: float, tumor_depth: float, vaf: float = TYPICAL_VAF) -> float:
+def best_clean_site_score(members: int, panel_depth: float, tumor_depth: float, vaf: float = TYPICAL_VAF,
+                          cache: str | None = None) -> float:
     """The EB score of a site no panel member has a variant read at, for a tumor at its depth and
-    the VAF (each strand half the reads): the highest score this panel gives any call there."""
+    the VAF (each strand half the reads): the highest score this panel gives any call there.
+    With `cache` (a JSON file), each site's score is computed once per EBFilter code: every
+    snakemake start plans again, and the fit (importing scipy) took 0.4 s of each."""
     per_strand = max(1, round(panel_depth / 2))
     tumor_strand = max(1, round(tumor_depth / 2))
     alt = max(1, round(tumor_strand * vaf))
-    controls = [[per_strand, 0, per_strand, 0]] * members
+    tumor, controls = [tumor_strand, alt, tumor_strand, alt], [[per_strand, 0, per_strand, 0]] * members
+    if cache is None:
+        return clean_site_score(tumor, controls)
+    key = f"{members} {per_strand} {tumor_strand} {alt}"
+    code = score_code_digest()
+    scores = read_score_cache(cache, code)
+    if key not in scores:
+        scores[key] = clean_site_score(tumor, controls)
+        write_score_cache(cache, code, scores)
+    return scores[key]
+
+
+def clean_site_score(tumor: list[int], controls: list[list[int]]) -> float:
     # Imported here: EBFilter brings scipy (about a second), and every Snakemake job process
     # imports this module with the workflow, though only the main process checks panels.
     from genomon_smk.tools.ebfilter import score_counts
 
-    return float(score_counts([tumor_strand, alt, tumor_strand, alt], controls))
+    return float(score_counts(tumor, controls))
+
+
+def score_code_digest() -> str:
+    """A digest of the code that scores (EBFilter and its beta-binomial fit): a cached score is
+    reused only by the code that made it."""
+    tools = Path(__file__).resolve().parent.parent / "tools"
+    digest = hashlib.sha256()
+    for name in SCORE_CODE:
+        digest.update((tools / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def read_score_cache(path: str, code: str) -> dict[str, float]:
+    """The cached scores of this code (none for a missing, unreadable or other code's file)."""
+    try:
+        with open(path) as handle:
+            cached = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(cached, dict) or cached.get("code") != code or not isinstance(cached.get("scores"), dict):
+        return {}
+    return {str(key): float(value) for key, value in cached["scores"].items()}
+
+
+def write_score_cache(path: str, code: str, scores: dict[str, float]) -> None:
+    """Replace the cache at once (a concurrent plan reads the old file or the new one); a cache
+    that cannot be written is only a cost."""
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path) or ".", delete=False,
+                                         prefix=".panel-scores.") as handle:
+            json.dump({"code": code, "scores": scores}, handle)
+        os.replace(handle.name, path)
+    except OSError:
+        pass
 
 
 def warning(check: PanelCheck, params_key: str) -> str | None:

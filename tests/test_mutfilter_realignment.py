@@ -166,6 +166,48 @@ def test_parasail_scores_equal_ssw_score1():
         assert scorer.classify(read) == expected
 
 
+def test_a_read_found_whole_in_a_template_gets_the_class_its_alignment_scores_give():
+    """The exact-match shortcut decides as the Smith-Waterman scores do, on reads found in the
+    ref template, the alt one, both, neither, with N and with a letter off the matrix."""
+    import random
+
+    import parasail
+
+    from genomon_smk.tools.mutfilter import realignment as r
+
+    matrix = parasail.matrix_create("ACGTN", r.MATCH, r.MISMATCH)
+    window = 60
+    region = REF[SNV_POS - window : SNV_POS + window + 1]
+    templates = {
+        "snv": (region, alt_template(region, REF[SNV_POS], SNV_ALT, window)),
+        "deletion": (region, alt_template(region, REF[SNV_POS], "-", window)),
+        "repeat": ("ACGT" * 30 + "NNAC", "ACGT" * 20 + "G" + "ACGT" * 10 + "NNAC"),
+    }
+    rng = random.Random(5)
+    decided = 0
+    for ref_t, alt_t in templates.values():
+        scorer = r.ParasailScorer(ref_t, alt_t)
+        reads = []
+        for template in (ref_t, alt_t):
+            for start in range(0, len(template) - 40, 7):
+                piece = template[start : start + 40]
+                reads += [piece, piece[:20] + "N" + piece[21:], piece[:10] + "R" + piece[11:]]
+                reads.append(piece[:30] + rng.choice("ACGT") + piece[31:])
+        for read in reads:
+            ref_score = parasail.sw_striped_profile_16(parasail.profile_create_16(ref_t, matrix), read,
+                                                       r.GAP_OPEN, r.GAP_EXTEND).score
+            alt_score = parasail.sw_striped_profile_16(parasail.profile_create_16(alt_t, matrix), read,
+                                                       r.GAP_OPEN, r.GAP_EXTEND).score
+            expected = r._higher_wins(alt_score, ref_score)
+            assert scorer.classify(read) == expected, read
+            exact = r.exact_match_class(read, ref_t, alt_t)
+            assert exact in (None, expected)
+            decided += exact is not None
+    assert decided > 50  # the shortcut is taken
+    assert r.exact_match_class("ACGT" * 5, "ACGT" * 9, "ACGT" * 9) == r.OTHER
+    assert r.exact_match_class("ACRT", "ACRTT", "ACGTT") is None
+
+
 def test_templates_from_reference(data):
     fasta = pysam.FastaFile(data["ref"])
     cand = parse_candidate("\t".join(map(str, CANDIDATES[0])))

@@ -138,9 +138,13 @@ class ParasailScorer:
         self._align = parasail.sw_striped_profile_16
         self._ref = parasail.profile_create_16(ref_template, ParasailScorer._matrix)
         self._alt = parasail.profile_create_16(alt_template_seq, ParasailScorer._matrix)
+        self._ref_seq, self._alt_seq = ref_template, alt_template_seq
 
     def classify(self, read_seq: str) -> str:
         """Return ``alt``/``ref`` for the higher local-alignment score, ``other`` on a tie."""
+        exact = exact_match_class(read_seq, self._ref_seq, self._alt_seq)
+        if exact is not None:
+            return exact
         ref_score = self._align(self._ref, read_seq, GAP_OPEN, GAP_EXTEND).score
         alt_score = self._align(self._alt, read_seq, GAP_OPEN, GAP_EXTEND).score
         return _higher_wins(alt_score, ref_score)
@@ -162,6 +166,24 @@ class EdlibScorer:
         ref_dist = align(read_seq, self._ref, mode="HW", task="distance")["editDistance"]
         alt_dist = align(read_seq, self._alt, mode="HW", task="distance")["editDistance"]
         return _higher_wins(-alt_dist, -ref_dist)
+
+
+_SCORED_LETTERS = str.maketrans("", "", "ACGTN")
+
+
+def exact_match_class(read_seq: str, ref_template: str, alt_template_seq: str) -> str | None:
+    """The class the alignment scores give a read found whole in a template, without aligning:
+    such a read scores the most any alignment can (MATCH for each of its bases; every letter
+    on the matrix's diagonal, mismatches and gaps negative) against that template, and less
+    against one it is not found in. None for a read in neither (or with a letter off the
+    matrix, which scores 0): the scores decide. Most reads of a site are error-free copies of
+    one allele, so most alignments are never made."""
+    if read_seq.translate(_SCORED_LETTERS):
+        return None
+    in_ref, in_alt = read_seq in ref_template, read_seq in alt_template_seq
+    if in_ref == in_alt:
+        return OTHER if in_ref else None
+    return REF if in_ref else ALT
 
 
 def _higher_wins(alt_score: float, ref_score: float) -> str:

@@ -165,6 +165,24 @@ def test_columns_and_formats(data):
     assert run(data, ROWS, "-T", "2") == rows  # worker processes give the same rows
 
 
+def test_a_candidate_without_indel_reads_near_it_skips_the_pileup_and_gets_its_columns(data, monkeypatch):
+    """Reads around 460 in the normal (mates at 400-500) carry no indel: the columns the
+    pileup would give (0, 0.000) come without it; a candidate near the deletion reads piles up."""
+    from genomon_smk.tools.mutfilter import indel, reads
+
+    bam = pysam.AlignmentFile(data["normal"])
+    assert not indel.any_indel_read(bam.fetch(CHROM, 420, 500))
+    assert indel.any_indel_read(bam.fetch(CHROM, 160, 241))
+    params = indel.parse_samtools_params(GENOMON_PARAMS)
+    assert indel.max_indel_mismatch(indel.pileup_indels(bam, CHROM, 420, 500, params), 460, 460, 5, 8) == (0, 0.0)
+    piled = []
+    monkeypatch.setattr(indel, "pileup_indels", lambda *args: piled.append(args[1:4]) or iter(()))
+    reads.clear()
+    rows = run(data, [(CHROM, 460, 460, REF[459], "A"), ROWS[0]])
+    assert [r[5:] for r in rows] == [["0", "0.000"], ["0", "0.000"]]  # the second from the stub
+    assert piled == [(CHROM, 160, 241)]  # only the candidate with deletion reads near it
+
+
 def test_min_depth_and_filters(data):
     assert run(data, ROWS[:1], "-d", str(DEPTH_205 + 1))[0][5:] == ["0", "0.000"]
     # keep iff count <= min_mismatch or rate <= af_thres

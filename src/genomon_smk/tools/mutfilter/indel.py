@@ -27,10 +27,13 @@ from typing import Iterator
 
 import pysam
 
+from .reads import overlapping
 from .table import NA, Candidate
 from .vcf import VcfField, VcfLayout
 
 COLUMNS = ("indel_mismatch_count", "indel_mismatch_rate")
+# pysam's CIGAR operation codes of an insertion and a deletion
+CIGAR_INS, CIGAR_DEL = pysam.CINS, pysam.CDEL
 VCF_LAYOUT = VcfLayout(tumor_format=(
     VcfField("NI", 0, "1", "Integer", "Reads with the top nearby indel in the normal"),
     VcfField("RI", 1, "1", "Float", "Rate of the top nearby indel in the normal"),
@@ -163,6 +166,12 @@ def pileup_indels(bam: pysam.AlignmentFile, chrom: str, start0: int, end0: int,
         yield column.reference_pos + 1, len(entries), indels
 
 
+def any_indel_read(reads) -> bool:
+    """Whether any of the records has an insertion or a deletion (a pileup of them has an indel
+    token only then; the pileup's filters can only drop records)."""
+    return any(op in (CIGAR_INS, CIGAR_DEL) for read in reads for op, _ in (read.cigartuples or ()))
+
+
 def max_indel_mismatch(columns, start: int, end: int, neighbor: int,
                        min_depth: int) -> tuple[int, float]:
     """Return ``(count, rate)`` of the highest-rate indel whose span touches the candidate.
@@ -221,7 +230,12 @@ class IndelAnnotator:
         end0 = cand.end + c.search_length
         if cand.chrom not in self.bam.references:
             return [NA, NA]
-        columns = pileup_indels(self.bam, cand.chrom, start0, end0, self.filter)
+        # Most candidates have no read with an indel near them in the normal: no pileup column
+        # can then carry an indel, and the pileup (the filter's cost) is not made.
+        if any_indel_read(overlapping(self.bam, cand.chrom, start0, end0)):
+            columns = pileup_indels(self.bam, cand.chrom, start0, end0, self.filter)
+        else:
+            columns = []
         count, rate = max_indel_mismatch(columns, cand.start, cand.end, c.neighbor, c.min_depth)
         if not (count <= c.min_mismatch or rate <= c.af_thres):
             return None

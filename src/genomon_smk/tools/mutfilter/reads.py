@@ -1,7 +1,8 @@
 """Reads of a BAM around candidates, fetched once per window and shared by the filters.
 
 Each filter looks at the reads around a candidate: realignment those of ``[s0, End)`` in tumor
-and normal, breakpoint those of ``s0`` and of ``[s0 - c, End + c)`` in the normal. An indexed
+and normal, the indel filter those of ``[s0 - L, End + L)`` in the normal (whether any has an
+indel), breakpoint those of ``s0`` and of ``[s0 - c, End + c)`` in the normal. An indexed
 fetch costs about 2 ms however few reads it returns (the reads before the region in its 16 kb
 index bin are decompressed and skipped), several times what the filters do with the reads.
 :func:`overlapping` fetches a window a little wider than the first query (``PAD`` bases each
@@ -23,8 +24,8 @@ from dataclasses import dataclass
 import pysam
 
 #: bases fetched beyond a query's ends, for the later queries of the same candidate (the
-#: breakpoint filter's, at its default --min_clip_size)
-PAD = 20
+#: indel filter's, at its default --search_length; the breakpoint filter's --min_clip_size)
+PAD = 40
 #: records held in memory for one process; the oldest windows go first
 MAX_CACHED_READS = 200_000
 #: a window holding more records is not kept (a pile-up in a repeat): queried directly

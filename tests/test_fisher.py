@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import random
 import stat
 import subprocess
@@ -366,6 +367,46 @@ def test_the_pair_pileup_at_the_tumors_screened_sites_gives_the_whole_pileups_ro
         one_run = run_fisher(d["tmp"], "comparison", d["bams"], d["ref"], LOOSE_PAIR + ["-P", str(every)],
                              name="one.txt")
         assert one_run and run_fisher(d["tmp"], "comparison", d["bams"], d["ref"], LOOSE_PAIR) == one_run
+
+
+def with_nm_tags(bam, ref, out, zero_nm_at=None):
+    """The BAM with the NM (and MD) tags samtools calmd computes; zero_nm_at: (contig, 1-based
+    position) whose covering reads get a wrong NM:i:0 instead."""
+    with open(out, "wb") as handle:
+        subprocess.run(["samtools", "calmd", "-b", bam, ref], stdout=handle, stderr=subprocess.DEVNULL, check=True)
+    if zero_nm_at:
+        contig, position = zero_nm_at
+        fixed = str(out) + ".tmp"
+        with pysam.AlignmentFile(str(out)) as source, pysam.AlignmentFile(fixed, "wb", template=source) as sink:
+            for read in source:
+                if read.reference_name == contig and read.reference_start < position <= read.reference_end:
+                    read.set_tag("NM", 0)
+                sink.write(read)
+        os.replace(fixed, out)
+    pysam.index(str(out))
+    return str(out)
+
+
+def test_the_screen_of_the_tumors_edited_reads_gives_the_same_rows(indel_pair, snv_pair, monkeypatch):
+    """--screen_edited_reads screens the tumor's reads with an edit (NM), a non-ACGT base or no NM
+    tag: the same rows as the screen of every read, with bwa-like NM tags and without any; the
+    screen relies on the tags (a variant read marked NM:i:0 is not screened, and its site is lost)."""
+    monkeypatch.setattr(fisher, "DENSE_AFTER", 0)
+    monkeypatch.setattr(fisher, "DENSE_SPAN", 0)  # never the dense fallback: the screen decides
+    screened = "--screen_edited_reads"
+    for d in (indel_pair, snv_pair):
+        every_read = run_fisher(d["tmp"], "comparison", d["bams"], d["ref"], LOOSE_PAIR, name="all.txt")
+        assert every_read
+        untagged = run_fisher(d["tmp"], "comparison", d["bams"], d["ref"], LOOSE_PAIR + [screened], name="untagged.txt")
+        assert untagged == every_read  # no NM tag: every read is screened
+        tagged = (with_nm_tags(d["bams"][0], d["ref"], d["tmp"] / "tumor.nm.bam"), d["bams"][1])
+        assert run_fisher(d["tmp"], "comparison", tagged, d["ref"], LOOSE_PAIR, name="t_all.txt") == every_read
+        assert run_fisher(d["tmp"], "comparison", tagged, d["ref"], LOOSE_PAIR + [screened], name="t_edit.txt") == every_read
+    d = snv_pair
+    wrong = (with_nm_tags(d["bams"][0], d["ref"], d["tmp"] / "tumor.wrong.bam", ("chr1", d["pos"])), d["bams"][1])
+    assert rows_at(run_fisher(d["tmp"], "comparison", wrong, d["ref"], LOOSE_PAIR, name="w_all.txt"), d["pos"])
+    assert not rows_at(run_fisher(d["tmp"], "comparison", wrong, d["ref"], LOOSE_PAIR + [screened], name="w.txt"),
+                       d["pos"])
 
 
 def test_vcf_output_parses_with_pysam(indel_pair):

@@ -99,6 +99,21 @@ def test_an_empty_panel_argument_means_no_panel():
     assert chain.result == "w/annotated.txt"
 
 
+def test_upstream_fisher_never_gets_the_edited_reads_screen(tmp_path, tools):
+    """--tumor-mapped-here asks genomon-smk's fisher to screen the tumor's edited reads; Genomon's
+    own fisher has no such option and gets its usual command line."""
+    result, _, calls = identify(tmp_path, tools, "--normal=n.bam", "--tumor-mapped-here")
+    assert result.returncode == 0, result.stderr
+    assert calls[0][:2] == ["fisher", "comparison"] and "--screen_edited_reads" not in calls[0]
+
+
+def test_builtin_fisher_screens_the_edited_reads_of_a_tumor_this_pipeline_mapped():
+    chain = driver.Chain(tumor="t", reference="r", region_file="x", work="w", normal="n", screen_edited_reads=True)
+    assert "--screen_edited_reads" in driver.steps(chain)[0].argv
+    unscreened = driver.Chain(tumor="t", reference="r", region_file="x", work="w", normal="n")
+    assert "--screen_edited_reads" not in driver.steps(unscreened)[0].argv
+
+
 def test_builtin_tools_run_in_this_process(tmp_path, capsys):
     """`--tools builtin` runs each step's tool as genomon-smk's own main(argv) in the driver's
     process (their messages land in this process's stderr); a failure fails as its command would."""

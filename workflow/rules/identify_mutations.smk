@@ -60,6 +60,10 @@ rule identify_mutations:
             for name, command in TOOLS.items()
             if config["mutation_tools"] == "upstream"
         ],
+        # A tumor this run mapped has bwa's NM tags against this reference (not an imported BAM).
+        mapped_here=lambda wildcards: (
+            "" if wildcards.tumor in COHORT.imported else "--tumor-mapped-here"
+        ),
         work_dir_setup=work_dir_setup("identify_mutations"),
         cache=TIER_PATHS["cache"],
         staging=config["storage"]["reference_staging"],
@@ -75,6 +79,6 @@ rule identify_mutations:
                 --work-dir "$work" --output {output:q} --tools {params.tools} --upstream {params.upstream:q} \
                 --fisher-options={params.fisher:q} --realignment-options={params.realignment:q} \
                 --indel-options={params.indel:q} --breakpoint-options={params.breakpoint:q} \
-                --eb-options={params.eb:q}
+                --eb-options={params.eb:q} {params.mapped_here}
         ) >{log:q} 2>&1
         """

@@ -18,7 +18,8 @@ commands (`--upstream NAME=COMMAND`, else NAME on PATH).
 Deliberate differences from upstream Genomon (docs/differences.md): fisher gets the region's
 intervals with ``-L`` (Genomon: ``-R`` per interval), EBFilter ``--loption`` without
 ``--region``, realignment no ``--blat_path``; without a simple-repeat database the two columns
-are ``---`` (Genomon requires one); each tool's output stays in the work directory.
+are ``---`` (Genomon requires one); each tool's output stays in the work directory; with
+``--tumor-mapped-here``, fisher screens the tumor's reads with an edit only (the same rows).
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ class Chain:
     # The region's rows of the hotspot database (pairs with a normal only).
     hotspot_db: str | None = None
     options: dict[str, list[str]] = field(default_factory=dict)
+    # fisher screens the tumor's reads with an edit only (the BAM's NM tags are bwa's; builtin fisher).
+    screen_edited_reads: bool = False
 
     def path(self, name: str) -> str:
         return os.path.join(self.work, name)
@@ -103,7 +106,8 @@ def steps(chain: Chain) -> list[Step]:
         calls = "fisher_hotspot.txt" if chain.hotspot_db else "fisher.txt"
         chosen = [
             tool("fisher", "fisher", "comparison", "-1", chain.tumor, "-2", chain.normal, "-r", chain.reference,
-                 "-s", "samtools", "-L", chain.region_file, "-o", path("fisher.txt"), options="fisher"),
+                 "-s", "samtools", "-L", chain.region_file, "-o", path("fisher.txt"),
+                 *(["--screen_edited_reads"] if chain.screen_edited_reads else []), options="fisher"),
         ]
         if chain.hotspot_db:
             chosen += [
@@ -222,6 +226,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--simple-repeat-db", default="", help="Genomon's simple-repeat database (bgzip + tabix)")
     parser.add_argument("--hotspot-db", default="",
                         help="Genomon's hotspot database: hotspotCall on its rows in the region (pairs only)")
+    parser.add_argument("--tumor-mapped-here", action="store_true",
+                        help="the tumor's BAM is this pipeline's bwa mapping against this reference, so its "
+                             "NM tags count every edit: fisher screens the reads with one only")
     parser.add_argument("--work-dir", required=True)
     parser.add_argument("--output", required=True)
     parser.add_argument("--tools", choices=CHOICES, default="builtin",
@@ -272,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         simple_repeat_db=args.simple_repeat_db or None,
         hotspot_db=hotspot_db,
         options={step: shlex.split(getattr(args, f"{step}_options")) for step in OPTION_STEPS},
+        screen_edited_reads=args.tumor_mapped_here and args.tools == "builtin",
     )
     try:
         run(chain, args.output, Tools(args.tools, {name: shlex.split(command) for name, command in upstream.items()}))

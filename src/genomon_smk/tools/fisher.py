@@ -17,7 +17,9 @@ Deliberate differences from upstream Genomon (docs/differences.md): an SNV's ``R
 upper-case (upstream prints the letter as mpileup shows it, lower-case in soft-masked repeats);
 with ``-L``, one mpileup per listed interval in the file's order, rows not re-sorted (upstream
 sorts them with ``sort -k1,1 -k2,2n -V``); ``-O vcf`` takes the contigs from the ``.fai`` when
-there is no ``.dict``.
+there is no ``.dict``; ``--screen_edited_reads`` (comparison; a genomon-smk option, which the
+pipeline gives for the BAMs it mapped itself) screens the tumor's pileup of its reads with an
+edit only (:data:`EDITED_READS`): the same rows, a third of the reads on a typical BAM.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import logging
 import math
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -413,7 +416,7 @@ def write_calls(args: argparse.Namespace, out: TextIO) -> int:
     for region in regions:
         if paired and not args.positions:
             lines = pair_lines(args.samtools_path, bams, args.ref_fa, region, args.samtools_params,
-                               th.min_variant_read)
+                               th.min_variant_read, args.screen_edited_reads)
         else:
             lines = pileup_lines(build_mpileup_command(args.samtools_path, bams, args.ref_fa, region,
                                                        args.positions, args.samtools_params), len(bams),
@@ -456,15 +459,35 @@ def screened_sites(command: list[str], minimum: int) -> list[tuple[str, str]]:
     return sites
 
 
+#: The reads that can show a variant in a pileup: those with an edit against the reference (NM,
+#: the aligner's count of mismatched, inserted and deleted bases), a base other than A, C, G, T
+#: (not counted as an edit by every aligner), or no NM tag to tell. A read without these shows
+#: only matches ("." and ",") and its start and end marks at every column of the reference it
+#: was aligned to, so the pileup of these reads alone has every variant read of the whole one.
+EDITED_READS = '!([NM] == 0) || seq =~ "[^ACGT]"'
+
+
+def screen_command(samtools: str, tumor: str, ref_fa: str, region: str | None, params: str,
+                   edited_reads: bool) -> list[str]:
+    """The tumor's pileup for the screen: of every read, or (edited_reads) of EDITED_READS only
+    (samtools view streamed into mpileup, which then needs no -r: columns beyond the region's
+    ends are screened too, and the pair's pileup at the sites keeps to the region)."""
+    if not edited_reads:
+        return build_mpileup_command(samtools, [tumor], ref_fa, region, None, params)
+    view = [samtools, "view", "-u", "-e", EDITED_READS, tumor, *([region] if region else [])]
+    pileup = build_mpileup_command(samtools, ["-"], ref_fa, None, None, params)
+    return ["bash", "-o", "pipefail", "-c", f"{shlex.join(view)} | {shlex.join(pileup)}"]
+
+
 def pair_lines(samtools: str, bams: list[str], ref_fa: str, region: str | None, params: str,
-               minimum: int) -> Iterator[str]:
+               minimum: int, edited_reads: bool = False) -> Iterator[str]:
     """The pair's pileup lines that candidate_lines keeps, in two runs: the tumor's pileup alone
     (about 60 % of the pair's, for half the text), screened; then the pair's pileup at the
     screened sites only (mpileup -l, which reads only the reads over them). A column's pileup
     depends only on the reads over it, so each line is the line of the pair's whole pileup.
     Where the screen keeps sites too densely, the pair's whole pileup, screened, as before."""
     try:
-        sites = screened_sites(build_mpileup_command(samtools, bams[:1], ref_fa, region, None, params), minimum)
+        sites = screened_sites(screen_command(samtools, bams[0], ref_fa, region, params, edited_reads), minimum)
     except _Dense:
         LOG.info("dense candidate sites: the pair's whole pileup")
         yield from pileup_lines(build_mpileup_command(samtools, bams, ref_fa, region, None, params), len(bams),
@@ -509,6 +532,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("-L", "--regions", default=None,
                          help="file of regions: one line per job, comma-separated regions")
         sub.add_argument("-P", "--positions", default=None, help="BED of positions (mpileup -l)")
+        if name == "comparison":
+            sub.add_argument("--screen_edited_reads", action="store_true",
+                             help="screen the tumor's pileup of its reads with an edit only (NM != 0, a base "
+                                  "other than ACGT, or no NM tag): the same rows when the BAM's NM tags are "
+                                  "its aligner's against this reference (genomon-smk)")
         sub.add_argument("-O", "--output_format", choices=("anno", "vcf"), default="anno")
         sub.add_argument("-e", "--print_header", action="store_true")
         sub.add_argument("-g", "--log_file", default=None)

@@ -83,6 +83,10 @@ CONFIG_SCHEMA = load_schema(str(REPO / "workflow" / "schemas"), "config")
     ({"reference": ["genome.fa", 3]}, "key 'reference.1': 3 is not of type 'string'"),
     ({"map": {"threads": "four"}}, "key 'map.threads': 'four': not a thread count: give a whole number, 1 or more, or auto"),
     ({"markdup": {"threads": 0}}, "key 'markdup.threads': 0: not a thread count: give a whole number, 1 or more, or auto"),
+    ({"regions": {"min_mutation_regions": "many"}},
+     "key 'regions.min_mutation_regions': 'many': not a number of regions: give a whole number from 1 to 1000, or auto"),
+    ({"regions": {"min_mutation_regions": 1001}},
+     "key 'regions.min_mutation_regions': 1001: not a number of regions: give a whole number from 1 to 1000, or auto"),
 ])
 def test_config_values_are_checked_against_the_schema(tmp_path, testdata, overrides, expected):
     path = write_config(tmp_path, testdata, **overrides)

@@ -27,7 +27,7 @@ from genomon_smk.plan.hotspot import hotspot_db_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan import pmsignature as pmsignature_plan
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
-from genomon_smk.plan.regions import mutation_regions, regions_of
+from genomon_smk.plan.regions import min_mutation_regions, mutation_regions, regions_of
 from genomon_smk.plan.tool_options import CHECKED as CHECKED_OPTIONS
 from genomon_smk.plan.tool_options import tool_option_problems
 from genomon_smk.plan.setup_build import (
@@ -110,6 +110,10 @@ if MAIN_PROCESS and config["mutation_tools"] == "builtin":
 config["priorities"] = {**PRIORITIES, **config["priorities"]}
 # Where the jobs run (the profiles set config `cluster`).
 CLUSTER = snakemake_adapter.cluster_kind(config["cluster"], workflow)
+# The cores a local run shares among its jobs (none on a cluster): the threads of the rules whose
+# config says `threads: auto` (rules.Threads) and the mutation stage's `auto` pieces, the same in
+# every process of the run.
+LOCAL_CORES = snakemake_adapter.local_cores(workflow) if CLUSTER == "local" else None
 
 
 @functools.cache
@@ -318,7 +322,10 @@ REGION_NAMES = [region.name for region in REGIONS]
 # (and cuts the regions of a small genome finer, regions.min_mutation_regions).
 MUTATION_REGIONS = {
     region.name: region
-    for region in mutation_regions(REGIONS, config["regions"]["min_mutation_regions"])
+    for region in mutation_regions(
+        REGIONS,
+        min_mutation_regions(config["regions"]["min_mutation_regions"], LOCAL_CORES),
+    )
 }
 CHUNKS = [chunk_name(i) for i in range(config["split"]["chunks"])]
 

@@ -74,10 +74,6 @@ COHORT_SHAPE = CohortShape(
     pmsignature_full=PMSIGNATURE.jobs("full"),
 )
 
-# The cores a local run shares among its jobs (none on a cluster): the threads of the rules whose
-# config says `threads: auto` (rules.Threads), the same in every process of the run.
-LOCAL_CORES = snakemake_adapter.local_cores(workflow) if CLUSTER == "local" else None
-
 
 def job_threads(rule_name):
     return FACTS[rule_name].job_threads(config, COHORT_SHAPE, LOCAL_CORES)

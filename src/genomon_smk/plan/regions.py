@@ -111,6 +111,21 @@ def split_intervals(intervals: tuple[Interval, ...], parts: int) -> list[tuple[I
     return [run for run in runs if run]
 
 
+#: regions.min_mutation_regions chosen from the run's cores
+AUTO = "auto"
+#: the most mutation pieces `auto` asks for (a cluster's count, where the cores are unknown)
+AUTO_MOST = 4
+
+
+def min_mutation_regions(configured: int | str, cores: int | None) -> int:
+    """The config's `regions.min_mutation_regions`: a number, or `auto`: a local run's cores, at
+    most AUTO_MOST (a pair of a small genome on two cores in two jobs, each paying its tools'
+    start once, instead of four), AUTO_MOST on a cluster (cores None)."""
+    if configured != AUTO:
+        return int(configured)
+    return max(1, min(AUTO_MOST, cores or AUTO_MOST))
+
+
 def mutation_regions(regions: list[Region], min_regions: int) -> list[Region]:
     """The mutation stage's regions: the markdup regions without the unmapped one, each cut
     into equal pieces when there are fewer than min_regions of them, so that a small genome's

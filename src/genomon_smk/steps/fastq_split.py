@@ -16,6 +16,7 @@ import argparse
 import io
 import json
 import os
+import re
 import sys
 import zlib
 from contextlib import ExitStack
@@ -197,10 +198,20 @@ def well_formed(block: list[bytes]) -> bool:
     )
 
 
+# From a header's first whitespace (bytes.split()'s: space, tab, CR, VT, FF) to its end.
+_AFTER_FIRST_WORD = re.compile(rb"[ \t\r\x0b\x0c][^\n]*")
+
+
+def first_words(headers: list[bytes]) -> bytes:
+    """The headers' first words, one per line (a header holds no newline)."""
+    return _AFTER_FIRST_WORD.sub(b"", b"\n".join(headers))
+
+
 def check_mates(block1: list[bytes], block2: list[bytes], fq1: str, fq2: str, first_number: int) -> None:
     headers1, headers2 = block1[0::4], block2[0::4]
-    # Most files name both mates alike up to the first blank: compare that first (cheap).
-    if [h.split(maxsplit=1)[:1] for h in headers1] == [h.split(maxsplit=1)[:1] for h in headers2]:
+    # Most files name both mates alike up to the first blank: compare that first, the block's
+    # headers at once (each header's first word, as bytes.split() ends it, in one regex pass).
+    if first_words(headers1) == first_words(headers2):
         return
     names1, names2 = list(map(mate_name, headers1)), list(map(mate_name, headers2))
     if names1 != names2:

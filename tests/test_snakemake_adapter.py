@@ -246,6 +246,26 @@ def test_end_at_once_wakes_the_scheduler_from_a_daemon_timer():
     assert scheduler._open_jobs.acquire(timeout=5)
 
 
+def test_end_at_once_freezes_the_objects_at_exit_once(tmp_path):
+    """An exit handler freezes the process's objects (the interpreter's last collection then
+    skips them), the handlers registered before it still run, and output is still flushed."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit.py"
+    script.write_text(
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, flush=True))  # runs last\n"
+        "from genomon_smk.plan import snakemake_adapter as adapter\n"
+        "adapter.end_at_once()\n"
+        "adapter.end_at_once()\n"
+        "print('parsed twice')\n"
+        "sys.stdout.write('unflushed')\n"
+    )
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
+    assert result.stdout == "parsed twice\nunflushedfrozen True\n"
+
+
 SMALLER = """
 SEEN = {}
 rule all:

@@ -22,7 +22,7 @@ def test_the_configs_priority_and_storage_keys_are_the_tables():
 
 def test_every_rule_that_sets_a_priority_reads_its_configured_one():
     text = "".join(path.read_text() for path in (REPO / "workflow" / "rules").glob("*.smk"))
-    configured = set(re.findall(r'priority: (?:in_sample_order\()?config\["priorities"\]\["(\w+)"\]', text))
+    configured = set(re.findall(r'priority: (?:in_pair_order\()?config\["priorities"\]\["(\w+)"\]', text))
     assert configured == set(rules.PRIORITIES)
 
 

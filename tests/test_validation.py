@@ -392,16 +392,22 @@ def test_the_workflow_gives_its_jobs_the_tables_threads(tmp_path, testdata, core
     assert {name: threads[name] for name in expected} == expected
 
 
-def test_map_jobs_go_one_sample_after_another_below_every_other_priority(tmp_path, testdata):
-    """Map jobs' priorities: the configured one for the samples table's first sample, a fraction
-    less for each next (so a sample's markdup can start beside the next sample's map jobs), never
-    down to the next integer (no other rule's order changes)."""
+def test_map_jobs_go_one_pair_after_another_below_every_other_priority(tmp_path, testdata):
+    """Map jobs' priorities: the configured one for the pairs table's first pair (its tumor,
+    normal and panel), a fraction less for each next pair and for samples in no pair; a pair's
+    samples alike (their map jobs interleave); never down to the next integer (no other rule's
+    order changes)."""
     from types import SimpleNamespace
 
-    config = write_config(tmp_path, testdata, priorities={"map_reads": 5})
-    workflow = parse_workflow(config)
-    priority = workflow.get_rule("map_reads").priority
-    samples = ["tumor", "normal", "pon1", "pon2", "pon3"]  # the .test samples table's order
-    values = [priority(SimpleNamespace(sample=sample, chunk="0000")) for sample in samples]
-    assert values[0] == 5 and values == sorted(values, reverse=True) and len(set(values)) == len(values)
-    assert all(4 < value <= 5 for value in values)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("tumor\tnormal\tpanel\ntumor\tnormal\t\npon1\tpon2\t\n")
+    config = write_config(tmp_path, testdata, priorities={"map_reads": 5}, pairs=str(pairs), control_panels=None)
+    priority = parse_workflow(config).get_rule("map_reads").priority
+    value = {sample: priority(SimpleNamespace(sample=sample, chunk="0000"))
+             for sample in ("tumor", "normal", "pon1", "pon2", "pon3")}
+    assert value["tumor"] == value["normal"] == 5
+    assert 5 > value["pon1"] == value["pon2"] > value["pon3"] > 4  # pon3: in no pair
+    # The bundled pairs: the pair and its panel's members alike.
+    bundled = parse_workflow(write_config(tmp_path / "bundled", testdata, priorities={"map_reads": 5}))
+    priority = bundled.get_rule("map_reads").priority
+    assert {priority(SimpleNamespace(sample=sample, chunk="0000")) for sample in value} == {5}

@@ -73,7 +73,7 @@ rule map_reads:
         log_path("map_reads", "{sample}/{chunk}"),
     benchmark:
         bench_path("map_reads", "{sample}/{chunk}")
-    priority: in_sample_order(config["priorities"]["map_reads"])
+    priority: in_pair_order(config["priorities"]["map_reads"])
     conda:
         "../../envs/map.yaml"
     threads: job_threads("map_reads")

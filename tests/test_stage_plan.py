@@ -229,3 +229,19 @@ def test_stage_plan_totals_equal_snakemakes_in_every_scenario(tmp_path, testdata
     assert stages == stage_jobs(snakemake)
     total = re.search(r"^  total \(with rule all\) +(\d+)", result.stderr, flags=re.M)
     assert int(total.group(1)) == sum(snakemake.values())
+
+
+@pytest.mark.workflow
+def test_a_small_genome_cut_for_the_runs_cores_says_so_in_the_plan(tmp_path, testdata):
+    """regions.min_mutation_regions auto: three regions on 4 cores are cut (into 5 pieces of at
+    most a quarter of the genome), and the plan says another --cores cuts again (and reruns the
+    calls); on 2 cores they are enough; a number cuts the same on any run and needs no such line."""
+    regions = {"max_length": 100_000, "pack_bp": 0}  # the .test contigs: three regions
+    config = write_config(tmp_path, testdata, regions=regions)
+    four = run_snakemake(config, "-n", "--cores", "4").stderr
+    assert "(5 for mutations)" in four and "cut into 5 pieces for this run's cores" in four
+    two = run_snakemake(config, "-n").stderr
+    assert "(3 for mutations)" in two and "for this run's cores" not in two
+    fixed = write_config(tmp_path / "fixed", testdata, regions={**regions, "min_mutation_regions": 4})
+    number = run_snakemake(fixed, "-n").stderr
+    assert "(5 for mutations)" in number and "for this run's cores" not in number

@@ -169,6 +169,20 @@ if MAIN_PROCESS:
         ),
         file=sys.stderr,
     )
+    # A small genome cut by `auto` (the run's cores): another --cores cuts it again, and the
+    # mutation stage's jobs rerun (Snakemake's reason names only changed input files).
+    if (
+        PAIRS
+        and config["regions"]["min_mutation_regions"] == "auto"
+        and len(MUTATION_REGIONS) > sum(not region.is_unmapped for region in REGIONS)
+    ):
+        print(
+            f"  mutation stage: the genome's regions cut into {len(MUTATION_REGIONS)} pieces for "
+            f"this run's cores (regions.min_mutation_regions: auto); a run with other --cores "
+            "cuts them again and reruns the mutation calls (the same calls; a number there "
+            "keeps the cut)",
+            file=sys.stderr,
+        )
 
 
 def sample_depth(member, genome_length):

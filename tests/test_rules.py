@@ -120,6 +120,6 @@ def test_every_rule_with_configured_threads_reads_them_from_the_table():
     for rule in rules.RULES:
         if rule.threads:
             key = SCHEMA["properties"][rule.threads.config_key]["properties"]["threads"]
-            assert key["$ref"] == "#/$defs/threads" and key["default"] == rules.AUTO_THREADS
+            assert key["$ref"] == "#/$defs/threads" and key["default"] == rules.AUTO
             assert f"| `{rule.threads.config_key}.threads` | auto |" in readme
 

@@ -38,7 +38,7 @@ from genomon_smk.plan.setup_build import (
     simple_repeat_problems,
     simple_repeat_table_problems,
 )
-from genomon_smk.plan.rules import FACTS, PRIORITIES
+from genomon_smk.plan.rules import AUTO, FACTS, PRIORITIES
 from genomon_smk.plan.samplesheet import InputError, load_cohort, load_schema
 from genomon_smk.steps.fastq_split import chunk_name
 from genomon_smk.steps.post_analysis import case_of

@@ -173,7 +173,7 @@ if MAIN_PROCESS:
     # mutation stage's jobs rerun (Snakemake's reason names only changed input files).
     if (
         PAIRS
-        and config["regions"]["min_mutation_regions"] == "auto"
+        and config["regions"]["min_mutation_regions"] == AUTO
         and len(MUTATION_REGIONS) > sum(not region.is_unmapped for region in REGIONS)
     ):
         print(

@@ -20,6 +20,8 @@ import math
 import sys
 from dataclasses import dataclass
 
+from genomon_smk.plan.rules import auto_count
+
 UNMAPPED = "unmapped"
 
 
@@ -111,8 +113,6 @@ def split_intervals(intervals: tuple[Interval, ...], parts: int) -> list[tuple[I
     return [run for run in runs if run]
 
 
-#: regions.min_mutation_regions chosen from the run's cores
-AUTO = "auto"
 #: the most mutation pieces `auto` asks for (a cluster's count, where the cores are unknown)
 AUTO_MOST = 4
 
@@ -121,9 +121,7 @@ def min_mutation_regions(configured: int | str, cores: int | None) -> int:
     """The config's `regions.min_mutation_regions`: a number, or `auto`: a local run's cores, at
     most AUTO_MOST (a pair of a small genome on two cores in two jobs, each paying its tools'
     start once, instead of four), AUTO_MOST on a cluster (cores None)."""
-    if configured != AUTO:
-        return int(configured)
-    return max(1, min(AUTO_MOST, cores or AUTO_MOST))
+    return auto_count(configured, cores, share=1, most=AUTO_MOST, without_cores=AUTO_MOST)
 
 
 def mutation_regions(regions: list[Region], min_regions: int) -> list[Region]:

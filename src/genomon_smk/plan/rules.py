@@ -88,8 +88,19 @@ IND_K = Per("ind K", lambda c, _: c.pmsignature_ind)
 FULL_K = Per("full K", lambda c, _: c.pmsignature_full)
 
 
-# A rule's config `<key>.threads` value that lets the run choose (the default).
-AUTO_THREADS = "auto"
+# A config value that lets the run choose (`<key>.threads`, `regions.min_mutation_regions`).
+AUTO = "auto"
+
+
+def auto_count(configured: int | str, cores: int | None, share: int, most: int, without_cores: int) -> int:
+    """A config count: the configured number, or for AUTO a local run's cores shared among
+    `share` jobs, at least 1, at most `most`; `without_cores` where the cores are unknown (None:
+    a cluster)."""
+    if configured != AUTO:
+        return int(configured)
+    if not cores:
+        return without_cores
+    return max(1, min(most, cores // max(1, share)))
 
 
 @dataclass(frozen=True)
@@ -109,11 +120,7 @@ class Threads:
     def choose(self, configured: int | str, jobs: int, cores: int | None) -> int:
         """A job's threads: the configured number, or for "auto" by the cores of a local run
         (None: a cluster, or cores unknown)."""
-        if configured != AUTO_THREADS:
-            return int(configured)
-        if not cores:
-            return self.cluster
-        return max(1, min(self.most, cores // max(1, jobs)))
+        return auto_count(configured, cores, share=jobs, most=self.most, without_cores=self.cluster)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ Builds, from real human sequence (GRCh37 chr20 shipped by Debian ``vt-examples``
   tumor at its ``planted`` rows; its other rows are sites no sample carries (``decoy``, and a
   second alt at a planted site: ``other_alt``), the patient's germline SNVs (``germline``) and
   two-base rows that hotspotCall ignores (``mnv``);
+* ``genes.gtf``: made-up one-exon coding genes (stop-free CDS, UTRs) around the somatic variants,
+  the scenarios' gene annotation;
 * ``samples.tsv``, ``pairs.tsv``, ``panels.tsv`` and ``truth/meta.json``;
 * ``.complete`` (written last): a re-run with the same parameters prints "up to date".
 
@@ -549,6 +551,61 @@ def apply_variants(contigs: dict[str, str], variants) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- hotspots
 
+STOP_CODONS = frozenset({"TAA", "TAG", "TGA"})
+# Made-up coding genes: at most this many codons each side of the variant's codon, this many
+# UTR bases each side of the CDS.
+GENE_CODONS_EACH_SIDE = 40
+GENE_UTR = 30
+
+
+def coding_window(seq: str, pos: int, strand: str) -> tuple[int, int] | None:
+    """The longest stop-free reading frame window (1-based, closed, whole codons) around 1-based
+    pos on `strand` (a `-` codon reads the reverse complement), at most GENE_CODONS_EACH_SIDE
+    codons each side of pos's codon; None when every frame puts a stop at pos."""
+    def is_stop(first: int) -> bool:  # the codon at 1-based first..first+2
+        codon = seq[first - 1:first + 2]
+        return len(codon) < 3 or (reverse_complement(codon) if strand == "-" else codon) in STOP_CODONS
+
+    best = None
+    for offset in range(3):
+        first = pos - offset
+        if first < 1 or is_stop(first):
+            continue
+        left = first
+        while left - 3 >= 1 and first - (left - 3) <= 3 * GENE_CODONS_EACH_SIDE and not is_stop(left - 3):
+            left -= 3
+        right = first
+        while (right + 3) - first <= 3 * GENE_CODONS_EACH_SIDE and not is_stop(right + 3):
+            right += 3
+        if best is None or right + 2 - left > best[1] - best[0]:
+            best = (left, right + 2)
+    return best
+
+
+def gene_table_rows(contigs: dict[str, str], variants) -> list[str]:
+    """A GTF of made-up one-exon coding genes on the generated genome, one around each variant
+    (strands alternating): a stop-free CDS in the frame with the longest open window around it,
+    UTRs each side. The gene annotation of the scenarios (gene_annotation: ../data/genes.gtf), so
+    that annotation, Merge_Func and paplot's mutation matrix see genes. Deterministic: a function
+    of the sequence and the variants."""
+    rows = []
+    for number, variant in enumerate(variants, start=1):
+        strand = "+" if number % 2 else "-"
+        seq = contigs[variant.contig]
+        window = coding_window(seq, variant.pos + (len(variant.ref) > 1), strand)
+        if window is None:
+            continue
+        cds_start, cds_end = window
+        start, end = max(1, cds_start - GENE_UTR), min(len(seq), cds_end + GENE_UTR)
+        gene = f"TG{number:03d}"
+        attributes = f'gene_id "{gene}"; transcript_id "NM_T{number:03d}"; gene_name "{gene}";'
+        for feature, first, last, frame in (("transcript", start, end, "."), ("exon", start, end, "."),
+                                            ("CDS", cds_start, cds_end, "0")):
+            rows.append("\t".join([variant.contig, "make_testdata", feature, str(first), str(last), ".", strand,
+                                   frame, attributes]))
+    return rows
+
+
 def make_hotspots(contigs, germline, genotypes, small_variants, svs, counts, rng):
     """Hotspot SNVs planted in the tumor's subclone (low VAF), away from every other variant and
     SV, and the database rows naming them and other sites: (planted SNVs, rows). A row is
@@ -848,7 +905,7 @@ def signature(args) -> dict:
                 artifact_normal_fraction=args.artifact_normal_fraction, dup_rate=args.dup_rate)
 
 
-OUTPUTS = ("ref", "bare", "fastq", "fastq_trimmed", "truth", ".work", "hotspot_database.txt", "samples.tsv", "samples_trimmed.tsv", "pairs.tsv",
+OUTPUTS = ("ref", "bare", "fastq", "fastq_trimmed", "truth", ".work", "hotspot_database.txt", "genes.gtf", "samples.tsv", "samples_trimmed.tsv", "pairs.tsv",
            "panels.tsv")
 
 
@@ -870,7 +927,7 @@ def outputs_present(outdir: Path) -> bool:
               outdir / "bare" / "genome.fa.gz", outdir / "bare" / "simpleRepeat.txt.gz"]
     needed += [outdir / "truth" / f"{n}.vcf.gz.tbi" for n in ("germline", "somatic", "artifacts")]
     needed += [outdir / "truth" / "somatic_sv.tsv", outdir / "truth" / "hotspot.vcf.gz.tbi",
-               outdir / "hotspot_database.txt"]
+               outdir / "hotspot_database.txt", outdir / "genes.gtf"]
     try:
         rows = (outdir / "samples.tsv").read_text().splitlines()[1:]
     except OSError:
@@ -916,6 +973,9 @@ def generate(args) -> None:
     write_vcf(truth / "hotspot.vcf.gz", vcf_header(contigs, SOMATIC_HEADER),
               somatic_rows(hotspots, [False] * len(hotspots), vaf_clonal, vaf_sub), fasta, workdir)
     (outdir / "hotspot_database.txt").write_text("".join("\t".join(map(str, row)) + "\n" for row in hotspot_rows))
+    (outdir / "genes.gtf").write_text(
+        "# Made-up coding genes around the somatic variants (make_testdata.py gene_table_rows)\n"
+        + "".join(row + "\n" for row in gene_table_rows(contigs, somatic)))
     log(t0, f"truth: {len(germline)} germline, {len(somatic)} somatic, {len(artifacts)} artifacts, "
             f"{len(svs)} SVs")
     # One simulator run per (sample, haplotype component), two at a time.

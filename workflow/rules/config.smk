@@ -25,6 +25,7 @@ from genomon_smk.plan.config_check import (
 )
 from genomon_smk.plan.hotspot import hotspot_db_problems
 from genomon_smk.plan.path_limits import path_problems
+from genomon_smk.plan import annotation as annotation_plan
 from genomon_smk.plan import pmsignature as pmsignature_plan
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
 from genomon_smk.plan.regions import min_mutation_regions, mutation_regions, regions_of
@@ -330,19 +331,41 @@ MUTATION_REGIONS = {
 CHUNKS = [chunk_name(i) for i in range(config["split"]["chunks"])]
 
 
+# The genes (config gene_annotation) and Genomon's annotation stage (rules/annotation.smk).
+ANNOTATION = annotation_plan.plan_annotation(config, CONTIGS, config_path)
+problems = [
+    config_key_problem(key, problem)
+    for key, problem in annotation_plan.problems(
+        config, ANNOTATION, CONTIGS, config_path
+    )
+]
+if problems:
+    raise WorkflowError("invalid config:\n" + "\n".join(problems))
+# pmsignature reads gene_annotation's genes unless its own key names some; with none known it
+# is left out, as the plan says.
+PMSIGNATURE_OWN_GENES = config["pmsignature"]["annotation"] is not None
+if not PMSIGNATURE_OWN_GENES:
+    config["pmsignature"]["annotation"] = ANNOTATION.genes.name
+
 # Genomon's pmsignature stages (rules/pmsignature.smk): K per mode, annotation, and the
 # background, a set-up build (resources_dir/pmsignature/).
 PMSIGNATURE_CASES = [case_of(pair.normal, pair.panel) for pair in PAIRS.values()]
-PMSIGNATURE = pmsignature_plan.plan_pmsignature(
-    config,
-    PMSIGNATURE_CASES,
-    REFERENCE_PLAN,
-    RESOURCES_DIR,
-    config_path,
+PMSIGNATURE = (
+    pmsignature_plan.plan_pmsignature(
+        config,
+        PMSIGNATURE_CASES,
+        REFERENCE_PLAN,
+        RESOURCES_DIR,
+        config_path,
+    )
+    if config["pmsignature"]["annotation"] is not None
+    else pmsignature_plan.Plan()
 )
 problems = [
     config_key_problem(key, problem)
     for key, problem in pmsignature_plan.problems(config, PMSIGNATURE, CONTIGS)
+    # gene_annotation's genes were checked as that key.
+    if PMSIGNATURE_OWN_GENES or key != ("pmsignature", "annotation")
 ]
 if problems:
     raise WorkflowError("invalid config:\n" + "\n".join(problems))

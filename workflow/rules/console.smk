@@ -25,6 +25,8 @@ SUMMARY_PLACES = {
     **({"tables": POST_ANALYSIS_DIR} if POST_ANALYSIS_TARGETS else {}),
     **({"signatures": PMSIGNATURE_DIR} if PMSIGNATURE.ks else {}),
     **({"paplot": rules.paplot.output.index} if PAPLOT_TARGETS else {}),
+    # The genes the results were annotated with, or why they were not.
+    **({"genes": ANNOTATION.note} if PAIRS else {}),
     "timeline": rules.utilisation_timeline.output.png,
     "report": "add --report report.html to this command",
     "job logs": LOG_DIR,

@@ -9,6 +9,15 @@ MUTATION_SUMMARY_PREFIX = (
 )
 
 
+# The merge's own file: result.txt, or with gene annotation the calls that the annotation turns
+# into result.txt (kept: changing the genes reruns no calling).
+MERGED_CALLS = (
+    f"{OUTPUT_DIR}/mutation/{{tumor}}/{{tumor}}.genomon_mutation.calls.txt"
+    if ANNOTATION.enabled
+    else mutation_result("{tumor}", ".txt")
+)
+
+
 rule merge_mutation:
     input:
         regions=lambda wildcards: expand(
@@ -17,9 +26,10 @@ rule merge_mutation:
             region=MUTATION_REGIONS,
         ),
     output:
-        # The unfiltered calls, kept: the final filter below reads them, so retuning it reruns
-        # neither this job nor the per-region calls (whose files are temporary).
-        result=mutation_result("{tumor}", ".txt"),
+        # The unfiltered calls, kept: the final filter below (and the gene annotation) reads
+        # them, so retuning it reruns neither this job nor the per-region calls (whose files are
+        # temporary). With gene annotation, result.txt is the annotation's (rules/annotation.smk).
+        result=MERGED_CALLS,
     log:
         log_path("merge_mutation", "{tumor}"),
     benchmark:
@@ -53,7 +63,7 @@ rule merge_mutation:
 
 rule filter_mutation:
     input:
-        result=rules.merge_mutation.output.result,
+        result=mutation_result("{tumor}", ".txt"),
         reference=REFERENCE,
         hotspot_db=[HOTSPOT_DB] if HOTSPOT_DB else [],
     output:
@@ -100,7 +110,7 @@ rule filter_mutation:
 
 rule mutation_summary:
     input:
-        result=rules.merge_mutation.output.result,
+        result=mutation_result("{tumor}", ".txt"),
         filtered=rules.filter_mutation.output.filtered,
     output:
         tsv=report(

@@ -72,6 +72,7 @@ COHORT_SHAPE = CohortShape(
     sv_pairs=len(SV_PAIRS),
     pmsignature_ind=PMSIGNATURE.jobs("ind"),
     pmsignature_full=PMSIGNATURE.jobs("full"),
+    annotated=ANNOTATION.enabled,
 )
 
 
@@ -183,6 +184,16 @@ if MAIN_PROCESS:
             "keeps the cut)",
             file=sys.stderr,
         )
+    # The genes: what the annotation stage (and pmsignature) read, or why there is none.
+    if PAIRS:
+        print(f"  gene annotation: {ANNOTATION.note}", file=sys.stderr)
+        if not PMSIGNATURE_OWN_GENES and ANNOTATION.genes.name is None and any(
+            config[f"pmsignature_{mode}"]["enable"] for mode in pmsignature_plan.MODES
+        ):
+            print(
+                "  pmsignature: left out (it needs genes: gene_annotation or pmsignature.annotation)",
+                file=sys.stderr,
+            )
 
 
 def sample_depth(member, genome_length):

@@ -40,6 +40,8 @@ class CohortShape:
     # pmsignature: the K values of its ind and full modes that run (none without a drawn table).
     pmsignature_ind: int = 0
     pmsignature_full: int = 0
+    # Gene annotation: whether each pair's results are annotated (rules/annotation.smk).
+    annotated: bool = False
 
     @property
     def qc(self) -> int:
@@ -71,6 +73,7 @@ SAMPLE = Per("sample", lambda c, _: c.samples)
 SAMPLE_CHUNK = Per("sample x chunk", lambda c, _: c.samples * c.chunks)
 SAMPLE_REGION = Per("sample x region", lambda c, _: c.samples * c.regions)
 PAIR = Per("pair", lambda c, _: c.pairs)
+ANNOTATED_PAIR = Per("annotated pair", lambda c, _: c.pairs if c.annotated else 0)
 PAIR_REGION = Per("pair x mutation region", lambda c, _: c.pairs * c.mutation_regions)
 SV_SAMPLE = Per("sv sample", lambda c, _: c.sv_samples)
 SV_PANEL = Per("sv panel", lambda c, _: c.sv_panels)
@@ -195,6 +198,9 @@ RULES: tuple[Rule, ...] = (
     # mutil filter and the VCFs, apart from the merge: retuning the filter reruns only this.
     Rule("filter_mutation", "merge mutation", PAIR, 30),
     Rule("mutation_summary", "merge mutation", PAIR),
+    # ANNOVAR's refGene columns added to the merged calls (kept): changing the genes reruns only this
+    # and what reads the results, no calling.
+    Rule("annotate_mutation", "gene annotation", ANNOTATED_PAIR, 30),
     # GenomonSV parse reads a whole BAM in one process (hours on a 100 GB WGS BAM).
     Rule("sv_parse", "sv detection", SV_SAMPLE, 20, "sv_parse", ("output", "temp"), runtime=720),
     Rule("sv_merge_control", "sv detection", SV_PANEL),

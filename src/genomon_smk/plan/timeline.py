@@ -51,7 +51,7 @@ STAGE_COLOURS = dict(
     zip(
         (*STAGES, "other"),
         ("#d4a6c8", "#9c755f", "#ff9da7", "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#edc948",
-         "#8cd17d", "#76b7b2", "#86bcb6", "#d37295", "#b6992d",
+         "#499894", "#8cd17d", "#76b7b2", "#86bcb6", "#d37295", "#b6992d",
          "#bab0ac"),
         strict=True,
     )

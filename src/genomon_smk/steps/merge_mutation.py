@@ -99,6 +99,30 @@ INFO_FIELDS = {
 }
 
 
+# ANNOVAR's refGene columns (gene annotation) -> INFO keys of their own names, Number=.: the
+# column's comma-separated items; each item VCF-escaped (gene_info_values).
+GENE_INFO = {
+    "Func.refGene": "region of the variant by refGene (exonic, splicing, UTR5, intronic, intergenic, ...; ANNOVAR's Func)",
+    "Gene.refGene": "gene(s) of that region (ANNOVAR's Gene)",
+    "GeneDetail.refGene": "transcript details outside coding exons (splice site and UTR c. changes, dist=; ANNOVAR's GeneDetail)",
+    "ExonicFunc.refGene": "coding consequence (nonsynonymous SNV, stopgain, frameshift deletion, ...; ANNOVAR's ExonicFunc)",
+    "AAChange.refGene": "gene:transcript:exon:c.:p. changes of the transcripts with that consequence (ANNOVAR's AAChange)",
+}
+VCF_ESCAPES = {"%": "%25", ";": "%3B", "=": "%3D"}
+
+
+def gene_info_values(value: str) -> tuple[str, ...] | None:
+    """An annotation cell as INFO values: its comma-separated items, each with `%`, `;` and `=`
+    percent-encoded (VCF 4.3) and white space as `_` (as ANNOVAR's own VCF output writes
+    `nonsynonymous_SNV`); None for an empty cell."""
+    if not value or value == ".":
+        return None
+    return tuple(
+        "_".join("".join(VCF_ESCAPES.get(char, char) for char in item).split())
+        for item in value.split(",")
+    )
+
+
 def source_version() -> str:
     try:
         return importlib.metadata.version("genomon-smk")
@@ -126,6 +150,9 @@ def vcf_header(contigs: list[tuple[str, int]], samples: list[str], columns: list
     for column, (key, kind, text) in INFO_FIELDS.items():
         if column in columns:
             header.info.add(key, 1, kind, text)
+    for column, text in GENE_INFO.items():
+        if column in columns:
+            header.info.add(column, ".", "String", f"{text}; %3B, %3D, %25: ';', '=', '%'")
     header.info.add("SR", 0, "Flag", "in a simple repeat (mutfilter simplerepeat)")
     if HOTSPOT_COLUMN in columns:
         header.info.add("HS", 0, "Flag", "called at a site of the hotspot database (hotspotCall)")
@@ -195,6 +222,10 @@ def write_vcf(result_path: str, fasta_path: str, vcf_path: str, tumor: str, norm
                 value = number(row.get(column, "---"))
                 if value is not None:
                     record.info[key] = int(value) if header.info[key].type == "Integer" else value
+            for column in GENE_INFO:
+                values = gene_info_values(row.get(column, ""))
+                if values:
+                    record.info[column] = values
             if row.get("simple_repeat_pos", "---") != "---":
                 record.info["SR"] = True
             if row.get(HOTSPOT_COLUMN, "---") != "---":

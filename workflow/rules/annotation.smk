@@ -1,0 +1,57 @@
+"""Gene annotation (Genomon's [annotation]), per pair after the merge: the merged calls
+(genomon_mutation.calls.txt, kept) with ANNOVAR's five refGene columns after Alt become
+result.txt, which the final filter, the VCFs (consequence in INFO), the summary and post-analysis
+(Merge_Func; paplot's mutation matrix) read. Changing only the genes reruns this and what reads
+the results, no calling. By this project's clean-room annotator (genomon_smk.tools.annotate) or,
+with annotation.tool: annovar, by the user's ANNOVAR (genomon_smk.steps.annovar). Planned in
+genomon_smk.plan.annotation (config gene_annotation, annotation.*)."""
+
+
+
+def annotation_command(wildcards, input, output):
+    """The job's command: the clean-room annotator on the genes, or ANNOVAR's table_annovar.pl
+    with Genomon's options (its directory and humandb as configured)."""
+    if ANNOTATION.tool == "annovar":
+        settings = config["annotation"]
+        return (
+            f"{PYTHON} -m genomon_smk.steps.annovar"
+            f" --annovar-dir {shlex.quote(config_path(settings['annovar_dir']))}"
+            f" --humandb {shlex.quote(config_path(settings['annovar_database']))}"
+            f" --buildver {shlex.quote(settings['annovar_buildver'])}"
+            f" --params {shlex.quote(settings['table_annovar_params'])}"
+            f' --work "$work" {shlex.quote(input.calls)} {shlex.quote(output.result)}'
+        )
+    return (
+        f"{PYTHON} -m genomon_smk.tools.annotate --genes {shlex.quote(input.genes[0])}"
+        f" --reference {shlex.quote(input.reference)}"
+        f" {shlex.quote(input.calls)} {shlex.quote(output.result)}"
+    )
+
+
+if ANNOTATION.enabled:
+
+    rule annotate_mutation:
+        input:
+            calls=MERGED_CALLS,
+            reference=REFERENCE,
+            genes=[ANNOTATION.genes.path] if ANNOTATION.tool == "genomon" else [],
+        output:
+            result=mutation_result("{tumor}", ".txt"),
+        log:
+            log_path("annotate_mutation", "{tumor}"),
+        benchmark:
+            bench_path("annotate_mutation", "{tumor}")
+        priority: config["priorities"]["annotate_mutation"]
+        conda:
+            "../../envs/python.yaml"
+        params:
+            python=PYTHON,
+            command=annotation_command,
+            work_dir_setup=work_dir_setup("annotate_mutation", tier="node_local"),
+        shell:
+            """
+            (
+                {params.work_dir_setup} {log:q}
+                {params.command}
+            ) >{log:q} 2>&1
+            """

@@ -9,6 +9,9 @@ from the 6th on; the rows as ANNOVAR wrote them (missing values empty: Genomon p
 ``python -m genomon_smk.steps.annovar --annovar-dir D --humandb H --buildver B --params P
 --work W CALLS RESULT``
 
+Deliberate differences from upstream Genomon (docs/differences.md): ANNOVAR runs once per pair on
+the merged calls (Genomon: once per interval region before the merge); the same columns.
+
 Untested against a real ANNOVAR (licensed; not installable here): the tests run a stand-in
 table_annovar.pl that writes a recorded multianno layout.
 """

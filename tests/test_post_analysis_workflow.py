@@ -89,7 +89,7 @@ window.addEventListener("load", function () {
     const ids = data.Ids || data.index_ID || [];
     const thumbs = [...document.querySelectorAll("li.thumb strong")].map((s) => s.textContent.trim());
     document.body.setAttribute("data-probe", JSON.stringify({
-      ids: ids, thumbs: thumbs, rects: document.querySelectorAll("svg rect").length,
+      ids: ids, genes: data.genes || [], thumbs: thumbs, rects: document.querySelectorAll("svg rect").length,
       paths: document.querySelectorAll("svg path").length, errors: window.__errors}));
   }, 3000);
 });
@@ -119,9 +119,10 @@ def open_page(page, tmp_path):
     return probe, console
 
 
-def check_paplot(results, cohort, title, qc_samples, sv_tumors, mutation_tumors, tmp_path):
+def check_paplot(results, cohort, title, qc_samples, sv_tumors, mutation_tumors, tmp_path, mutation_genes=None):
     """paplot/{cohort}: index.html links every report; each report's page renders in Chromium
-    without a console message and draws every sample it should."""
+    without a console message and draws every sample it should (and, given mutation_genes, the
+    mutation matrix those genes)."""
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
     directory = results / "paplot" / cohort
@@ -137,6 +138,8 @@ def check_paplot(results, cohort, title, qc_samples, sv_tumors, mutation_tumors,
         assert sorted(probe["ids"]) == sorted(samples), kind
         if kind == "sv":  # one circle per tumor, titled with its name
             assert sorted(probe["thumbs"]) == sorted(samples)
+        if kind == "mutation" and mutation_genes is not None:
+            assert sorted(probe["genes"]) == sorted(mutation_genes), probe["genes"]
         assert probe["rects"] + probe["paths"] > len(samples), (kind, probe)
 
 

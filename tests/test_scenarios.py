@@ -167,6 +167,39 @@ def test_trimmed_reads_of_any_length_and_other_read_names(scenario_root, pipelin
     assert snv_recall(filtered, clonal_snvs(testdata)) >= 0.9
 
 
+def check_annotation(results, tumors, testdata):
+    """Each tumor's results carry ANNOVAR's refGene columns after Alt, its other cells the merge's
+    (calls.txt, kept); the tumor's filtered somatic SNVs, each inside a made-up coding gene, are
+    exonic in that gene with a coding consequence; the VCF carries them in INFO; the merged tables
+    have Genomon's Merge_Func. Returns the genes paplot's mutation matrix must draw."""
+    from genomon_smk.plan.annotation import GENE_COLUMNS
+
+    for tumor in tumors:
+        calls_header, calls = result_rows(results / f"mutation/{tumor}/{tumor}.genomon_mutation.calls.txt")
+        header, annotated = result_rows(result(results, tumor, ".txt"))
+        assert header == [*calls_header[:5], *GENE_COLUMNS, *calls_header[5:]], tumor
+        assert [{k: v for k, v in row.items() if k not in GENE_COLUMNS} for row in annotated] == calls
+        assert result_rows(result(results, tumor, ".filt.txt"))[0] == header
+    _, filtered = result_rows(result(results, "tumor", ".filt.txt"))
+    somatic = {(chrom, start) for chrom, start, kind, _ in truth_sites(testdata, "somatic") if kind == "SNV"}
+    in_genes = [row for row in filtered if (row["Chr"], int(row["Start"])) in somatic]
+    assert in_genes and all(row["Func.refGene"] == "exonic" and row["Gene.refGene"].startswith("TG")
+                            and row["ExonicFunc.refGene"] for row in in_genes)
+    with pysam.VariantFile(str(result(results, "tumor", ".filt.vcf.gz"))) as vcf:
+        assert set(GENE_COLUMNS) <= set(vcf.header.info)
+        info = {(r.chrom, r.pos): r.info.get("Gene.refGene") for r in vcf}
+    assert all(info[(row["Chr"], int(row["Start"]))] == (row["Gene.refGene"],) for row in in_genes)
+    merged_header, merged = result_rows(results / "post_analysis" / "sample_sheet" / "merge_mutation_filt.txt")
+    assert merged_header.index("Merge_Func") == merged_header.index("ExonicFunc.refGene") + 1
+    assert all(row["Merge_Func"] == ("splicing" if "splicing" in row["Func.refGene"] else row["ExonicFunc.refGene"])
+               for row in merged)
+    # Genomon's template leaves out `_blank_`, unknown and synonymous SNV.
+    genes = {gene for row in merged if row["Merge_Func"] not in ("", "unknown", "synonymous SNV")
+             for gene in row["Gene.refGene"].split(";")}
+    assert genes
+    return sorted(genes)
+
+
 def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_run, testdata, truth, tmp_path):
     results, run = run_scenario(scenario_root, "config-genomon-sheet", reuse=["tumor", "pon1", "pon2"])
     # [sv_detection]: the tumor's SVs, with the imported normal and the panel (and the three
@@ -196,8 +229,10 @@ def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_ru
     cases = {"tumor": "pair_controlpanel", "pon2": "pair", "pon3": "unpair_controlpanel", "pon1": "unpair"}
     check_post_analysis(results, "sample_sheet", {"mutation": cases, "sv": cases}, ["tumor", "normal"])
     sv_tumors = [t for t in cases if sv_rows(results / f"sv/{t}/{t}.genomonSV.result.filt.txt")[2]]
+    # Gene annotation with the generated genome's genes (gene_annotation: ../data/genes.gtf).
+    genes = check_annotation(results, list(cases), testdata)
     check_paplot(results, "sample_sheet", "Genomon", ["tumor", "normal"], sv_tumors,
-                 with_rows(results, list(cases)), tmp_path)
+                 with_rows(results, list(cases)), tmp_path, mutation_genes=genes)
     assert with_rows(results, list(cases)) == list(cases)  # every case's tumor has calls to draw
     check_pmsignature(results, "sample_sheet", sorted(cases), range(2, 7), range(2, 4), tmp_path)
     # The stage plan counts every job of this cohort as Snakemake does (imported, converted and
@@ -205,7 +240,7 @@ def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_ru
     plan = run_snakemake(scenario_root / "config-genomon-sheet" / "config.yaml", "-n", "--forceall", "--quiet", "rules")
     planned = int(re.search(r"total \(with rule all\) +(\d+)", plan.stderr).group(1))
     counted = int(re.search(r"^total +(\d+)$", plan.stdout + plan.stderr, flags=re.M).group(1))
-    # Four pairs (mutations and SVs), two panels; post-analysis: three merges and paplot;
-    # pmsignature: the cohort's positions, ind K = 2..6, full K = 2..3. --forceall also forces the
-    # background's set-up job, which the plan (of what is still to build) no longer counts.
-    assert planned == counted - 1 == 124
+    # Four pairs (mutations, gene annotation and SVs), two panels; post-analysis: three merges and
+    # paplot; pmsignature: the cohort's positions, ind K = 2..6, full K = 2..3. --forceall also
+    # forces the background's set-up job, which the plan (of what is still to build) no longer counts.
+    assert planned == counted - 1 == 128

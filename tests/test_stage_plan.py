@@ -85,7 +85,8 @@ def test_tiers_follow_the_config():
 def test_table_names_every_stage_rule_and_priority():
     everything = frozenset(rule for _, rules in STAGES for rule, _ in rules)
     table = stage_table(CohortShape(4, 2, 3, 6, 5, staggered=2, imported=1, converted=1, to_build=everything,
-                                    sv_samples=5, sv_panels=1, sv_pairs=2, pmsignature_ind=5, pmsignature_full=2),
+                                    sv_samples=5, sv_panels=1, sv_pairs=2, pmsignature_ind=5, pmsignature_full=2,
+                                    annotated=True),
                         TIERS, {"map_reads": 0, "markdup": 10})
     for stage, rules in STAGES:
         assert re.search(rf"^  {re.escape(stage)} +\d+$", table, flags=re.M), stage
@@ -124,6 +125,7 @@ def test_printed_stage_plan_matches_snakemakes_job_stats(tmp_path, testdata):
         regions={"max_length": 25_000, "pack_bp": 0}, stagger_minutes=1,
         resources_dir=str(tmp_path / "resources"), pmsignature_full={"enable": True, "signum_max": 3},
         pmsignature_ind={"enable": True}, pmsignature={"annotation": str(REPO / ".test" / "config-genomon-sheet" / "genes.gtf")},
+        gene_annotation=str(testdata / "genes.gtf"),
     )
     result = run_snakemake(config, "-n", "--quiet", "rules")
     stages, rules = printed_plan(result.stderr)
@@ -135,6 +137,7 @@ def test_printed_stage_plan_matches_snakemakes_job_stats(tmp_path, testdata):
     # 5 samples x 3 chunks; chr1 80 kb, chr2 60 kb, chr3 40 kb cut at 25 kb: 4 + 3 + 2 regions + unmapped.
     assert snakemake["map_reads"] == 15 and snakemake["markdup"] == 5 * 10 and snakemake["identify_mutations"] == 2 * 9
     assert snakemake["stagger_start"] == 2  # pon1 and pon2, the second pair's samples
+    assert snakemake["annotate_mutation"] == 2  # the generated genome's genes: one job per pair
     # pmsignature: its background once, the cohort's positions, one job per K = 2..6 and 2..3.
     assert [snakemake[rule] for rule in ("pmsignature_background", "pre_pmsignature", "pmsignature_ind",
                                          "pmsignature_full")] == [1, 1, 5, 2]

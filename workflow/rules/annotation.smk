@@ -7,7 +7,6 @@ with annotation.tool: annovar, by the user's ANNOVAR (genomon_smk.steps.annovar)
 genomon_smk.plan.annotation (config gene_annotation, annotation.*)."""
 
 
-
 def annotation_command(wildcards, input, output):
     """The job's command: the clean-room annotator on the genes, or ANNOVAR's table_annovar.pl
     with Genomon's options (its directory and humandb as configured)."""

@@ -187,8 +187,13 @@ if MAIN_PROCESS:
     # The genes: what the annotation stage (and pmsignature) read, or why there is none.
     if PAIRS:
         print(f"  gene annotation: {ANNOTATION.note}", file=sys.stderr)
-        if not PMSIGNATURE_OWN_GENES and ANNOTATION.genes.name is None and any(
-            config[f"pmsignature_{mode}"]["enable"] for mode in pmsignature_plan.MODES
+        if (
+            not PMSIGNATURE_OWN_GENES
+            and ANNOTATION.genes.name is None
+            and any(
+                config[f"pmsignature_{mode}"]["enable"]
+                for mode in pmsignature_plan.MODES
+            )
         ):
             print(
                 "  pmsignature: left out (it needs genes: gene_annotation or pmsignature.annotation)",

@@ -21,11 +21,13 @@ RULE_FILES = sorted((REPO / "workflow").rglob("*.smk")) + [REPO / "workflow" / "
 @pytest.mark.parametrize("inputs", ["indexed", "bare"])
 def test_snakemake_lint_is_clean(tmp_path, testdata, inputs):
     """Linted with the indexed reference, and with bare inputs (the set-up rules exist only when
-    they have something to build) and both pmsignature modes (the test genome's genes)."""
+    they have something to build), both pmsignature modes and the gene annotation (the test
+    genome's genes)."""
     bare = dict(reference=str(testdata / "bare" / "genome.fa.gz"), resources_dir=str(tmp_path / "resources"),
                 simple_repeat_db=str(testdata / "bare" / "simpleRepeat.txt.gz"),
                 pmsignature={"annotation": str(REPO / ".test" / "config-genomon-sheet" / "genes.gtf")},
-                pmsignature_ind={"enable": True}, pmsignature_full={"enable": True})
+                pmsignature_ind={"enable": True}, pmsignature_full={"enable": True},
+                gene_annotation=str(testdata / "genes.gtf"))
     config = write_config(tmp_path, testdata, **(bare if inputs == "bare" else {}))
     result = subprocess.run(
         [str(BIN / "snakemake"), "--lint", "--configfile", str(config)],

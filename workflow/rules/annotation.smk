@@ -6,27 +6,6 @@ the results, no calling. By this project's clean-room annotator (genomon_smk.too
 with annotation.tool: annovar, by the user's ANNOVAR (genomon_smk.steps.annovar). Planned in
 genomon_smk.plan.annotation (config gene_annotation, annotation.*)."""
 
-
-def annotation_command(wildcards, input, output):
-    """The job's command: the clean-room annotator on the genes, or ANNOVAR's table_annovar.pl
-    with Genomon's options (its directory and humandb as configured)."""
-    if ANNOTATION.tool == "annovar":
-        settings = config["annotation"]
-        return (
-            f"{PYTHON} -m genomon_smk.steps.annovar"
-            f" --annovar-dir {shlex.quote(config_path(settings['annovar_dir']))}"
-            f" --humandb {shlex.quote(config_path(settings['annovar_database']))}"
-            f" --buildver {shlex.quote(settings['annovar_buildver'])}"
-            f" --params {shlex.quote(settings['table_annovar_params'])}"
-            f' --work "$work" {shlex.quote(input.calls)} {shlex.quote(output.result)}'
-        )
-    return (
-        f"{PYTHON} -m genomon_smk.tools.annotate --genes {shlex.quote(input.genes[0])}"
-        f" --reference {shlex.quote(input.reference)}"
-        f" {shlex.quote(input.calls)} {shlex.quote(output.result)}"
-    )
-
-
 if ANNOTATION.enabled:
 
     rule annotate_mutation:

@@ -194,6 +194,27 @@ def rule_threads():
     )
 
 
+# Gene annotation (rules/annotation.smk): the job's command.
+def annotation_command(wildcards, input, output):
+    """The job's command: the clean-room annotator on the genes, or ANNOVAR's table_annovar.pl
+    with Genomon's options (its directory and humandb as configured)."""
+    if ANNOTATION.tool == "annovar":
+        settings = config["annotation"]
+        return (
+            f"{PYTHON} -m genomon_smk.steps.annovar"
+            f" --annovar-dir {shlex.quote(config_path(settings['annovar_dir']))}"
+            f" --humandb {shlex.quote(config_path(settings['annovar_database']))}"
+            f" --buildver {shlex.quote(settings['annovar_buildver'])}"
+            f" --params {shlex.quote(settings['table_annovar_params'])}"
+            f' --work "$work" {shlex.quote(input.calls)} {shlex.quote(output.result)}'
+        )
+    return (
+        f"{PYTHON} -m genomon_smk.tools.annotate --genes {shlex.quote(input.genes[0])}"
+        f" --reference {shlex.quote(input.reference)}"
+        f" {shlex.quote(input.calls)} {shlex.quote(output.result)}"
+    )
+
+
 # Post-analysis and paplot (rules/post_analysis.smk, rules/paplot.smk): the cohort's name, its
 # tables and the report's inputs. The cohort's name: a Genomon sheet's file name without its
 # extension (as Genomon names it), else config `cohort`, else the samples table's file name

@@ -1,0 +1,7 @@
+"""``python -m genomon_smk.tools.annotate ...``"""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

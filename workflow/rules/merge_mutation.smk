@@ -1,5 +1,5 @@
 """Merge mutation: per pair, the region results under Genomon's meta lines and header
-(`result.txt`); in a job of its own, so that retuning it reruns nothing else, the final filter
+(`result.txt`; with gene annotation `calls.txt`, which rules/annotation.smk turns into result.txt); in a job of its own, so that retuning it reruns nothing else, the final filter
 (`mutil filter` -> `result.filt.txt`) and bgzipped, indexed VCFs of the filtered and of all
 calls; then a summary of both (call counts, substitution classes, tumor VAF) as a TSV and a plot
 for the Snakemake report."""

@@ -12,9 +12,11 @@ Deliberate differences from upstream Genomon (docs/differences.md), in the templ
   chart stacks the depths the coverage table has (no 2x ratio).
 - CA: the chromosomes are the reference's (Genomon's 1..22, X, Y when it has them, else all its
   contigs), with their sizes from its .fai (the template's default is hg19's).
-- Mutation: the template groups by ANNOVAR's Merge_Func and Gene.refGene. Without those columns
-  (this project runs no ANNOVAR) rows are grouped by their variant class (SNV, insertion,
-  deletion, MNV), a column added to the table paplot reads, and drawn per chromosome.
+- Mutation: the template groups by ANNOVAR's Merge_Func and Gene.refGene (the gene annotation
+  stage's columns, as Genomon's with ANNOVAR). Without those columns (no genes known for the
+  reference, or annotation.enable: false; Genomon then draws no matrix) rows are grouped by their
+  variant class (SNV, insertion, deletion, MNV), a column added to the table paplot reads, and
+  drawn per chromosome.
 """
 
 from __future__ import annotations

@@ -109,6 +109,7 @@ def test_same_seed_gives_identical_fastq_and_vcf(data, rerun_same_seed):
         (rerun_same_seed / "ref" / "genome.fa").read_bytes()
     for name in ("genome.fa.gz", "simpleRepeat.txt.gz"):
         assert (data / "bare" / name).read_bytes() == (rerun_same_seed / "bare" / name).read_bytes(), name
+    assert (data / "genes.gtf").read_bytes() == (rerun_same_seed / "genes.gtf").read_bytes()
 
 
 def test_other_seed_differs_and_interrupted_run_is_replaced(data, other_seed_over_interrupted):
@@ -460,3 +461,27 @@ def test_reads_carry_the_svs(data, bams):
         clipped = [read for read in bams["tumor"].fetch(chrom, lo - 5, lo + 5)
                    if read.cigartuples and any(op == 4 and length >= 15 for op, length in read.cigartuples)]
         assert len(clipped) >= 3, sv
+
+
+STOPS = {"TAA", "TAG", "TGA"}
+
+
+def test_gene_table_puts_every_somatic_variant_in_a_stop_free_coding_exon(data, meta):
+    """genes.gtf (the scenarios' gene annotation): one made-up one-exon coding gene around each
+    somatic variant, its CDS whole codons with no stop codon on its strand, inside its exon."""
+    rows = [line.split("\t") for line in (data / "genes.gtf").read_text().splitlines() if not line.startswith("#")]
+    cds = [(row[0], int(row[3]), int(row[4]), row[6]) for row in rows if row[2] == "CDS"]
+    exons = {row[8]: (int(row[3]), int(row[4])) for row in rows if row[2] == "exon"}
+    assert len(cds) == meta["counts"]["somatic"] and len(exons) == len(cds)
+    with pysam.FastaFile(str(data / "ref" / "genome.fa")) as fasta:
+        for contig, start, end, strand in cds:
+            seq = fasta.fetch(contig, start - 1, end).upper()
+            if strand == "-":
+                seq = seq[::-1].translate(str.maketrans("ACGT", "TGCA"))
+            assert len(seq) % 3 == 0 and not {seq[i:i + 3] for i in range(0, len(seq), 3)} & STOPS
+    for row in rows:
+        if row[2] == "CDS":
+            low, high = exons[row[8]]
+            assert low < int(row[3]) <= int(row[4]) < high
+    somatic = [(record.chrom, record.pos) for record in pysam.VariantFile(str(data / "truth" / "somatic.vcf.gz"))]
+    assert all(any(c == contig and start <= pos + 1 and pos <= end for c, start, end, _ in cds) for contig, pos in somatic)

@@ -29,11 +29,22 @@ def read_table(path):
 
 def expected_merge(results, mode, tumors, suffix):
     """What a merged table must hold, recounted from the tumors' own files: the header (id, then
-    the union of theirs) and each file's rows in order under it, NA where a file lacks a column."""
+    the union of theirs; for annotated mutations Genomon's Merge_Func right after
+    ExonicFunc.refGene) and each file's rows in order under it, NA where a file lacks a column."""
     files = [(tumor, read_table(MODES[mode](results, tumor, suffix))) for tumor in tumors]
     header = ["id"] + list(dict.fromkeys(column for _, (_, own, _) in files for column in own))
+    if mode == "mutation" and "ExonicFunc.refGene" in header:
+        header.insert(header.index("ExonicFunc.refGene") + 1, "Merge_Func")
+
+    def cell(tumor, values, column):
+        if column == "id":
+            return tumor
+        if column == "Merge_Func":
+            return "splicing" if "splicing" in values["Func.refGene"] else values["ExonicFunc.refGene"]
+        return values.get(column, "NA")
+
     rows = [
-        [tumor if column == "id" else dict(zip(own, row)).get(column, "NA") for column in header]
+        [cell(tumor, dict(zip(own, row)), column) for column in header]
         for tumor, (_, own, own_rows) in files
         for row in own_rows
     ]

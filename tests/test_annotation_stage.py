@@ -222,3 +222,27 @@ def test_the_vcf_carries_the_consequence(tmp_path):
     assert records[1].info["Func.refGene"] == ("exonic%3Bsplicing",)
     assert "ExonicFunc.refGene" not in records[2].info and records[2].info["GeneDetail.refGene"] == \
         ("dist%3DNONE%3Bdist%3D40",)
+
+
+def test_the_workflow_plans_genes_for_annotation_and_pmsignature_from_one_key(tmp_path, testdata):
+    """gene_annotation names the genes of the annotation stage and of pmsignature (unless its own
+    key does); a reference no table fits runs without both, unless annotation.enable is true."""
+    from snakemake.exceptions import WorkflowError
+
+    from conftest import parse_workflow, write_config
+
+    common = dict(resources_dir=str(tmp_path / "resources"), pmsignature_ind={"enable": True})
+    without = parse_workflow(write_config(tmp_path / "without", testdata, **common)).globals
+    assert not without["ANNOTATION"].enabled and without["PMSIGNATURE"].ks == {}
+    assert "annotate_mutation" not in without["rules"].__dict__
+    assert without["MERGED_CALLS"].endswith("{tumor}.genomon_mutation.result.txt")
+    genes = str(testdata / "genes.gtf")
+    found = parse_workflow(write_config(tmp_path / "with", testdata, gene_annotation=genes, **common)).globals
+    assert found["ANNOTATION"].enabled and found["ANNOTATION"].genes.path == genes
+    assert found["PMSIGNATURE"].annotation == genes and found["PMSIGNATURE"].ks == {"ind": [2, 3, 4, 5, 6]}
+    assert found["MERGED_CALLS"].endswith("{tumor}.genomon_mutation.calls.txt")
+    assert "annotate_mutation" in found["rules"].__dict__
+    with pytest.raises(WorkflowError, match=r"annotation.*enable.*true, but no built-in gene table fits"):
+        parse_workflow(write_config(tmp_path / "asked", testdata, annotation={"enable": True}))
+    with pytest.raises(WorkflowError, match=r"gene_annotation.*hg19 is the refGene table of a genome"):
+        parse_workflow(write_config(tmp_path / "hg19", testdata, gene_annotation="hg19"))

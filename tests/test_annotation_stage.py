@@ -232,16 +232,18 @@ def test_the_workflow_plans_genes_for_annotation_and_pmsignature_from_one_key(tm
     from conftest import parse_workflow, write_config
 
     common = dict(resources_dir=str(tmp_path / "resources"), pmsignature_ind={"enable": True})
-    without = parse_workflow(write_config(tmp_path / "without", testdata, **common)).globals
+    workflow = parse_workflow(write_config(tmp_path / "without", testdata, **common))
+    without = workflow.globals
     assert not without["ANNOTATION"].enabled and without["PMSIGNATURE"].ks == {}
-    assert "annotate_mutation" not in without["rules"].__dict__
+    assert "annotate_mutation" not in {rule.name for rule in workflow.rules}
     assert without["MERGED_CALLS"].endswith("{tumor}.genomon_mutation.result.txt")
     genes = str(testdata / "genes.gtf")
-    found = parse_workflow(write_config(tmp_path / "with", testdata, gene_annotation=genes, **common)).globals
+    workflow = parse_workflow(write_config(tmp_path / "with", testdata, gene_annotation=genes, **common))
+    found = workflow.globals
     assert found["ANNOTATION"].enabled and found["ANNOTATION"].genes.path == genes
     assert found["PMSIGNATURE"].annotation == genes and found["PMSIGNATURE"].ks == {"ind": [2, 3, 4, 5, 6]}
     assert found["MERGED_CALLS"].endswith("{tumor}.genomon_mutation.calls.txt")
-    assert "annotate_mutation" in found["rules"].__dict__
+    assert "annotate_mutation" in {rule.name for rule in workflow.rules}
     with pytest.raises(WorkflowError, match=r"annotation.*enable.*true, but no built-in gene table fits"):
         parse_workflow(write_config(tmp_path / "asked", testdata, annotation={"enable": True}))
     with pytest.raises(WorkflowError, match=r"gene_annotation.*hg19 is the refGene table of a genome"):

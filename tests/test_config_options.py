@@ -29,6 +29,7 @@ SCHEMA = load_schema(str(Path(__file__).resolve().parents[1] / "workflow" / "sch
 # Every free-text key of the schema: a tool's options as one string.
 OPTION_KEYS = [
     ("map", "bwa_params"),
+    ("annotation", "table_annovar_params"),
     ("hotspot_call", "params"),
     ("fisher_mutation_call", "pair_params"),
     ("fisher_mutation_call", "single_params"),
@@ -107,7 +108,9 @@ def test_every_rule_passes_the_options_quoted(tmp_path, testdata, no_slurm_probe
     for tool in ("fisher", "mutfilter", "EBFilter", "mutil", "hotspotCall"):
         (upstream / tool).write_text("#!/bin/sh\nexit 1\n")
         (upstream / tool).chmod(0o755)
-    values = {key: payload(tmp_path, ".".join(key)) for key in OPTION_KEYS}
+    # Not ANNOVAR's: its options are read before any job for its protocols' files, and reach
+    # table_annovar.pl as one quoted string split without a shell (tests/test_annotation_stage.py).
+    values = {key: payload(tmp_path, ".".join(key)) for key in OPTION_KEYS if key != ("annotation", "table_annovar_params")}
     config = write_config(tmp_path, testdata, pairs=str(pairs), split={"chunks": 1}, mutation_tools="upstream",
                           hotspot_db=str(testdata / "hotspot_database.txt"),  # hotspot_call.params is used
                           **merged(*(nested(key, value) for key, value in values.items())))

@@ -95,7 +95,9 @@ def test_the_default_annotation_is_refused_for_another_genome(tmp_path):
 
 
 def test_the_workflow_refuses_hg19_genes_for_the_test_genome(tmp_path, testdata):
-    config = write_config(tmp_path, testdata, pmsignature_ind={"enable": True})
+    """Named for pmsignature (its default, gene_annotation's genes, leaves the stage out for the
+    test genome: tests/test_annotation_stage.py)."""
+    config = write_config(tmp_path, testdata, pmsignature_ind={"enable": True}, pmsignature={"annotation": "hg19"})
     with pytest.raises(WorkflowError) as refused:
         parse_workflow(config)
     assert "key 'pmsignature.annotation': hg19 is the refGene table" in str(refused.value)

@@ -396,3 +396,19 @@ def test_builtin_table_names():
     assert path.name == "refGene.txt.gz" and path.parent.name == "hg19"
     with pytest.raises(KeyError):
         builtin_table("hg17")
+
+
+@pytest.mark.parametrize("vcf, genomon", [
+    ((100, "A", "T"), (100, 100, "A", "T")),
+    ((100, "A", "AGG"), (100, 100, "-", "GG")),
+    ((100, "AGG", "A"), (101, 102, "GG", "-")),
+    ((100, "ACT", "AGT"), (101, 101, "C", "G")),
+    ((100, "AC", "TG"), (100, 101, "AC", "TG")),
+])
+def test_vcf_alleles_in_genomon_notation(vcf, genomon):
+    from genomon_smk.tools.annotate.annotator import from_vcf
+    assert from_vcf(*vcf) == genomon
+
+
+def test_annotate_vcf_equals_genomon_notation(annot):
+    assert annot.annotate_vcf("1", 153, "GG", "G") == annot.annotate("1", 154, 154, "G", "-")

@@ -412,3 +412,35 @@ def test_vcf_alleles_in_genomon_notation(vcf, genomon):
 
 def test_annotate_vcf_equals_genomon_notation(annot):
     assert annot.annotate_vcf("1", 153, "GG", "G") == annot.annotate("1", 154, 154, "G", "-")
+
+
+def test_exonic_in_one_gene_splicing_in_another(files):
+    """`exonic;splicing` is exonic in one gene and in another's splice region, for <= 2 bases."""
+    rows = read_gene_table(files["table"]) + [
+        _make("NM_Z", "GENEZ", "chr1", "+", 195, 215, 194, 215, [195], [215])]
+    annot = Annotator(rows, files["fasta"])
+    func, gene, detail, _, aachange = snv(annot, files, 201, "A")
+    assert (func, gene, detail) == ("exonic;splicing", "GENEZ;GENEP",
+                                    "NM_P:exon1:c.50+1G>A;NM_P0:exon1:c.50+1G>A")
+    assert aachange.startswith("GENEZ:NM_Z:exon1:c.G7A") or aachange == "UNKNOWN"
+    ref = "".join(base(files, p) for p in range(201, 204))
+    assert annot.annotate("1", 201, 203, ref, "-")[:3] == ("exonic", "GENEZ", "")
+
+
+def test_several_near_genes_share_one_distance_and_far_neighbours_are_none():
+    rows = [_make("NM_A", "GENEA", "chr2", "+", 5001, 6000, 5100, 5900, [5001], [6000]),
+            _make("NM_B", "GENEB", "chr2", "+", 5201, 6000, 5300, 5900, [5201], [6000]),
+            _make("NM_C", "GENEC", "chr2", "+", 3001, 4600, 3100, 4500, [3001], [4600]),
+            _make("NM_D", "GENED", "chr2", "+", 9_000_001, 9_001_000, 9_000_100, 9_000_900,
+                  [9_000_001], [9_001_000])]
+    annot = Annotator(rows)
+    assert annot.annotate("2", 4700, 4700, "A", "C")[:3] == (
+        "upstream;downstream", "GENEA;GENEB;GENEC", "dist=301;dist=100")
+    assert annot.annotate("2", 4900, 4900, "A", "C")[:3] == (
+        "upstream;downstream", "GENEA;GENEB;GENEC", "dist=101;dist=300")
+    assert annot.annotate("2", 5100, 5100, "A", "C")[:3] == ("UTR5", "GENEA", "NM_A:c.-1A>C")
+    # GENED is 9 Mb away: beyond the 20 bins of 100 kb searched for neighbours
+    assert annot.annotate("2", 10_000, 10_000, "A", "C")[:3] == (
+        "intergenic", "GENEA;NONE", "dist=4000;dist=NONE")
+    assert annot.annotate("2", 8_950_000, 8_950_000, "A", "C")[:3] == (
+        "intergenic", "NONE;GENED", "dist=NONE;dist=50001")

@@ -444,3 +444,25 @@ def test_several_near_genes_share_one_distance_and_far_neighbours_are_none():
         "intergenic", "GENEA;NONE", "dist=4000;dist=NONE")
     assert annot.annotate("2", 8_950_000, 8_950_000, "A", "C")[:3] == (
         "intergenic", "NONE;GENED", "dist=NONE;dist=50001")
+
+
+VT_CHR20 = "/usr/share/doc/vt/examples/ref/20.fa.gz"
+
+
+def test_gnas_r201c_on_grch37_chr20_with_hg19_refgene(tmp_path):
+    """The issue's example: chr20 57484420 C>T is GNAS exonic nonsynonymous SNV p.R201C."""
+    import gzip
+    import os
+    try:
+        table = builtin_table("hg19")
+    except FileNotFoundError:
+        pytest.skip("annot_utils is not installed in .venv-sv")
+    if not os.path.exists(VT_CHR20):
+        pytest.skip("vt-examples' chr20 FASTA is not installed")
+    chr20 = tmp_path / "refGene.chr20.txt"
+    with gzip.open(table, "rt") as source:
+        chr20.write_text("".join(line for line in source if line.split("\t", 3)[2] == "chr20"))
+    func, gene, detail, kind, aachange = Annotator(chr20, VT_CHR20).annotate(
+        "20", 57484420, 57484420, "C", "T")
+    assert (func, gene, detail, kind) == ("exonic", "GNAS", "", "nonsynonymous SNV")
+    assert "GNAS:NM_000516:exon8:c.C601T:p.R201C" in aachange.split(",")

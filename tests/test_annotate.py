@@ -466,3 +466,21 @@ def test_gnas_r201c_on_grch37_chr20_with_hg19_refgene(tmp_path):
         "20", 57484420, 57484420, "C", "T")
     assert (func, gene, detail, kind) == ("exonic", "GNAS", "", "nonsynonymous SNV")
     assert "GNAS:NM_000516:exon8:c.C601T:p.R201C" in aachange.split(",")
+
+
+def test_genepred_variants_without_bin_and_knowngene(tmp_path):
+    with_bin = genepred_row("NM_P", "GENEP", "chr1", "+", [(101, 200), (301, 400)], (151, 350))
+    no_bin = with_bin.split("\t", 1)[1]
+    fields = no_bin.split("\t")
+    known = "\t".join(["uc001abc.1"] + fields[1:10] + ["P12345", "uc001abc.1"])
+    for text, gene in ((with_bin, "GENEP"), (no_bin, "GENEP"), (known, "uc001abc.1")):
+        path = tmp_path / "table.txt"
+        path.write_text(text + "\n")
+        [t] = read_gene_table(path)
+        assert (t.gene, t.chrom, t.strand, t.tx_start, t.tx_end, t.cds_start, t.cds_end,
+                t.exon_starts, t.exon_ends, t.coding) == (
+            gene, "1", "+", 101, 400, 151, 350, [101, 301], [200, 400], True)
+    path.write_text("NM_P\tchr1\t+\t100\n")
+    from genomon_smk.tools.annotate.genes import GeneTableError
+    with pytest.raises(GeneTableError, match="line 1"):
+        read_gene_table(path)

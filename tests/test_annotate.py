@@ -484,3 +484,11 @@ def test_genepred_variants_without_bin_and_knowngene(tmp_path):
     from genomon_smk.tools.annotate.genes import GeneTableError
     with pytest.raises(GeneTableError, match="line 1"):
         read_gene_table(path)
+
+
+def test_a_deletion_across_a_junction_uses_its_exonic_part(annot, files):
+    """Only the exonic base of 200..202 (c.50) is deleted: the one-base rule, c.50delX."""
+    ref = "".join(base(files, p) for p in range(200, 203))
+    func, _, _, kind, change = annot.annotate("1", 200, 202, ref, "-")
+    assert func == "exonic" and kind in ("frameshift deletion", "stopgain", "stoploss")
+    assert change.split(",")[0].startswith(f"GENEP:NM_P:exon1:c.50del{base(files, 200)}:p.")

@@ -37,6 +37,10 @@ CSQ_RULES = {
                   "ANNOVAR classes it by its first changed codon (stopgain/stoploss/"
                   "nonframeshift), csq by the frame first (frameshift, stop_gained, stop_lost, "
                   "inframe_altering)",
+    "indel_junction": "an indel at or across an exon-intron junction: ANNOVAR uses its exonic "
+                      "part and calls it exonic, csq splice_donor/splice_acceptor (checked on "
+                      "real transcripts by bench/annotate_vs_csq.py; the random variants here "
+                      "keep 3 bases from exon ends)",
     "indel_position": "indel protein positions: ANNOVAR does not shift indels 3' and attributes "
                       "an insertion between codons to the preceding codon (+) or the following "
                       "codon (-); csq normalises, so only the class is compared for indels",

@@ -543,7 +543,7 @@ class Annotator:
             return ("unknown", "UNKNOWN", 0, t.name)
         s, e = span[0] - cs + 1, span[1] - cs + 1                  # c. positions
         if alt == "-":                                                        # deletion
-            if start == end:
+            if s == e:                          # one base, or one exonic base of a longer one
                 index = (s - 1) // 3
                 old = codon(index)
                 if s < 1 or s > full:

@@ -492,3 +492,15 @@ def test_a_deletion_across_a_junction_uses_its_exonic_part(annot, files):
     func, _, _, kind, change = annot.annotate("1", 200, 202, ref, "-")
     assert func == "exonic" and kind in ("frameshift deletion", "stopgain", "stoploss")
     assert change.split(",")[0].startswith(f"GENEP:NM_P:exon1:c.50del{base(files, 200)}:p.")
+
+
+def test_a_gff3_or_empty_table_is_refused(tmp_path):
+    from genomon_smk.tools.annotate.genes import GeneTableError
+    gff3 = tmp_path / "genes.gff3"
+    gff3.write_text("##gff-version 3\nchr1\tt\texon\t101\t200\t.\t+\t.\tParent=transcript:NM_P\n")
+    with pytest.raises(GeneTableError, match="no transcripts"):
+        read_gene_table(gff3)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(GeneTableError, match="no transcripts"):
+        read_gene_table(empty)

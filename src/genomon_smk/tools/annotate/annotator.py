@@ -304,7 +304,7 @@ class Annotator:
                     if t.coding:
                         splice_coding.add(t.gene)
             i = bisect_left(ends, start)
-            if end >= starts[i]:
+            if i < n and end >= starts[i]:
                 if not t.coding:
                     nc_exonic.add(t.gene)
                 elif end < t.cds_start:

@@ -4,7 +4,11 @@ Built from the facts in annotation-spec.md §1 (no ANNOVAR code seen or used). O
 Genomon's notation (1-based Start..End; insertion Ref ``-`` after Start; deletion Alt ``-``) gives
 the five table_annovar columns Func, Gene, GeneDetail, ExonicFunc and AAChange.
 
-The choices of spec §1.9 and every difference from ANNOVAR are listed in docs/differences.md.
+Deliberate differences from upstream Genomon (docs/differences.md, "Gene annotation"): the
+choices of spec §1.9 where ANNOVAR's output is not reproducible or not specified (the order of
+``wholegene`` lists, one ``dist`` for several up/downstream genes, the intergenic search window,
+splice details of non-coding transcripts and of insertions), ``MT`` matched with ``chrM``, and
+GTF / knownGene tables besides refGene.
 """
 
 from __future__ import annotations
@@ -59,6 +63,28 @@ def invalid_reason(chrom: str, start: str, end: str, ref: str, alt: str) -> str 
     if ref == "-" and s != e:
         return "insertion with Start != End"
     return None
+
+
+def from_vcf(pos: int, ref: str, alt: str) -> tuple[int, int, str, str]:
+    """A VCF allele (POS, REF, ALT) in Genomon's notation (Start, End, Ref, Alt).
+
+    The shared leading bases (the VCF anchor) and trailing bases are trimmed: an insertion is
+    ``Start = End = the base before it, Ref '-'``; a deletion ``Start..End = the deleted bases,
+    Alt '-'``.
+    """
+    ref, alt = ref.upper(), alt.upper()
+    while len(ref) > 1 and len(alt) > 1 and ref[-1] == alt[-1]:
+        ref, alt = ref[:-1], alt[:-1]
+    lead = 0
+    while lead < min(len(ref), len(alt)) and ref[lead] == alt[lead]:
+        lead += 1
+    ref_rest, alt_rest = ref[lead:], alt[lead:]
+    start = pos + lead
+    if not ref_rest:                                    # insertion after start - 1
+        return start - 1, start - 1, "-", alt_rest
+    if not alt_rest:
+        return start, start + len(ref_rest) - 1, ref_rest, "-"
+    return start, start + len(ref_rest) - 1, ref_rest, alt_rest
 
 
 def table_columns(func: str, gene_field: str, exonic_func: str, aachange: str) -> tuple:
@@ -225,6 +251,11 @@ class Annotator:
     def annotate_many(self, rows: Iterable[tuple]) -> list[tuple]:
         return [self.annotate(*row[:5]) for row in rows]
 
+    def annotate_vcf(self, chrom: str, pos: int, ref: str, alt: str) -> tuple[str, str, str, str, str]:
+        """The five columns for a VCF record's allele (see :func:`from_vcf`)."""
+        start, end, gref, galt = from_vcf(int(pos), ref, alt)
+        return self.annotate(chrom, start, end, gref, galt)
+
     # ------------------------------------------------------------------ per variant
 
     def _layout(self, t: Transcript) -> _Layout:
@@ -273,7 +304,7 @@ class Annotator:
                     if t.coding:
                         splice_coding.add(t.gene)
             i = bisect_left(ends, start)
-            if end >= starts[i]:
+            if i < n and end >= starts[i]:
                 if not t.coding:
                     nc_exonic.add(t.gene)
                 elif end < t.cds_start:
@@ -512,7 +543,7 @@ class Annotator:
             return ("unknown", "UNKNOWN", 0, t.name)
         s, e = span[0] - cs + 1, span[1] - cs + 1                  # c. positions
         if alt == "-":                                                        # deletion
-            if start == end:
+            if s == e:                          # one base, or one exonic base of a longer one
                 index = (s - 1) // 3
                 old = codon(index)
                 if s < 1 or s > full:

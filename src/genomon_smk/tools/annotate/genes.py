@@ -96,7 +96,12 @@ def _is_gtf(path: str) -> bool:
 def read_gene_table(path: str | Path) -> list[Transcript]:
     """Transcripts of a genePred or GTF file, with ANNOVAR's row selection applied."""
     path = str(path)
-    rows = read_gtf(path) if _is_gtf(path) else read_genepred(path)
+    gtf = _is_gtf(path)
+    rows = read_gtf(path) if gtf else read_genepred(path)
+    if not rows:
+        raise GeneTableError(f"{path}: no transcripts read (a GTF needs exon rows with "
+                             f"transcript_id \"...\" attributes; GFF3 is not read)" if gtf else
+                             f"{path}: no transcripts read (an empty genePred table)")
     return select_transcripts(rows)
 
 

@@ -541,10 +541,11 @@ def job_stats(output: str) -> dict[str, int]:
 
 
 def retuned_jobs(config_path, section, key, value):
-    """The jobs a dry run plans after the config's section.key is set to value (a copy of the
-    config beside it, so its relative paths and output_dir stay the same), by rule."""
+    """The jobs a dry run plans after the config's section.key (section None: the top-level key)
+    is set to value (a copy of the config beside it, so its relative paths and output_dir stay
+    the same), by rule."""
     config = yaml.safe_load(Path(config_path).read_text())
-    config.setdefault(section, {})[key] = value
+    (config if section is None else config.setdefault(section, {}))[key] = value
     retuned = Path(config_path).with_name(f"retuned-{section}-{key}.yaml")
     retuned.write_text(yaml.safe_dump(config))
     made_in = Path(config_path).with_name(MADE_IN)

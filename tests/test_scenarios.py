@@ -231,6 +231,13 @@ def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_ru
     sv_tumors = [t for t in cases if sv_rows(results / f"sv/{t}/{t}.genomonSV.result.filt.txt")[2]]
     # Gene annotation with the generated genome's genes (gene_annotation: ../data/genes.gtf).
     genes = check_annotation(results, list(cases), testdata)
+    # Other genes rerun the annotation and what reads the results, no calling (calls.txt is kept).
+    other_genes = scenario_root / "config-genomon-sheet" / "other-genes.gtf"
+    other_genes.write_text((testdata / "genes.gtf").read_text())
+    planned = retuned_jobs(scenario_root / "config-genomon-sheet" / "config.yaml", None, "gene_annotation",
+                           str(other_genes))
+    assert planned["annotate_mutation"] == 4 and planned["filter_mutation"] == 4
+    assert not {"identify_mutations", "merge_mutation", "sv_filt", "markdup"} & set(planned)
     check_paplot(results, "sample_sheet", "Genomon", ["tumor", "normal"], sv_tumors,
                  with_rows(results, list(cases)), tmp_path, mutation_genes=genes)
     assert with_rows(results, list(cases)) == list(cases)  # every case's tumor has calls to draw

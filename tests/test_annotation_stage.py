@@ -6,6 +6,7 @@ columns in the VCF's INFO. The stage's run is checked on the Genomon-sheet scena
 (test_scenarios.py), its job count in the stage-plan tests."""
 
 import os
+import re
 import stat
 import sys
 
@@ -248,3 +249,26 @@ def test_the_workflow_plans_genes_for_annotation_and_pmsignature_from_one_key(tm
         parse_workflow(write_config(tmp_path / "asked", testdata, annotation={"enable": True}))
     with pytest.raises(WorkflowError, match=r"gene_annotation.*hg19 is the refGene table of a genome"):
         parse_workflow(write_config(tmp_path / "hg19", testdata, gene_annotation="hg19"))
+
+
+@pytest.mark.workflow
+def test_the_annovar_stage_is_planned_with_genomons_options(tmp_path, testdata):
+    """annotation.tool: annovar: one annotate_mutation job per pair running table_annovar.pl through
+    genomon_smk.steps.annovar with the configured directory, humandb, build and options."""
+    from conftest import run_snakemake, write_config
+
+    directory = fake_annovar(tmp_path, TABLE_ANNOVAR)
+    humandb = tmp_path / "humandb"
+    humandb.mkdir()
+    for name in GENOMON_HUMANDB:
+        (humandb / name).write_text("")
+    config = write_config(tmp_path / "run", testdata, annotation={
+        "tool": "annovar", "annovar_dir": str(directory), "annovar_database": str(humandb)})
+    output = run_snakemake(config, "-n", "-p", "--forceall")
+    text = output.stdout + output.stderr
+    assert "gene annotation: ANNOVAR's table_annovar.pl" in text
+    assert re.search(r"^annotate_mutation +1$", text, flags=re.M), text[-3000:]
+    command = next(line for line in text.splitlines() if "genomon_smk.steps.annovar" in line)
+    assert f"--annovar-dir {directory} --humandb {humandb} --buildver hg19" in command
+    assert f"--params '{plan.GENOMON_TABLE_ANNOVAR_PARAMS}'" in command
+    assert "genomon_mutation.calls.txt" in command

@@ -272,3 +272,10 @@ def test_the_annovar_stage_is_planned_with_genomons_options(tmp_path, testdata):
     assert f"--annovar-dir {directory} --humandb {humandb} --buildver hg19" in command
     assert f"--params '{plan.GENOMON_TABLE_ANNOVAR_PARAMS}'" in command
     assert "genomon_mutation.calls.txt" in command
+
+
+def test_auto_without_the_installed_table_runs_on_without_genes(tmp_path, monkeypatch):
+    monkeypatch.setattr(plan, "built_in_path", lambda name: None)
+    found, problems = planned(tmp_path, GRCH37)
+    assert not found.enabled and problems == [] and "refGene table is not installed" in found.note
+    assert [key for key, _ in planned(tmp_path, GRCH37, enable=True)[1]] == [("annotation", "enable")]

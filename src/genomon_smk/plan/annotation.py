@@ -97,7 +97,13 @@ def gene_table(value: str, contigs: list[tuple[str, int]], resolve_path) -> Gene
                              f"no built-in gene table fits this reference ({found}; hg19/GRCh37, hg38/GRCh38 "
                              "and mm10 are built in): no gene annotation; set gene_annotation to a genePred "
                              "or GTF file of this reference for it")
-        return GeneTable(name, built_in_path(name), False, f"{name} (annot_utils' refGene, chosen by chromosome 1's length)")
+        path = built_in_path(name)
+        if path is None:
+            return GeneTable(None, None, False,
+                             f"the reference is {name}'s genome, but annot_utils' refGene table is not installed "
+                             "(bin/install puts it into .venv-sv/): no gene annotation; set gene_annotation to a "
+                             "genePred or GTF file for it")
+        return GeneTable(name, path, False, f"{name} (annot_utils' refGene, chosen by chromosome 1's length)")
     if value in BUILT_IN:
         return GeneTable(value, built_in_path(value), True, f"{value} (annot_utils' refGene)")
     path = resolve_path(value)
@@ -204,9 +210,6 @@ def problems(config: dict, plan: Plan, contigs: list[tuple[str, int]], resolve_p
             found.append((("gene_annotation",), f"{genes.name} is the refGene table of a genome whose chromosome 1 "
                                                 f"is {BUILT_IN[genes.name]:,} bp, but {have}: give this reference's "
                                                 "genes (a genePred or GTF file), or leave the key out (auto)"))
-    elif genes.name is not None and genes.path is None and plan.enabled and plan.tool == "genomon":
-        found.append((("gene_annotation",), f"auto chose {genes.name}, but annot_utils' refGene table is not "
-                                            "installed (bin/install puts it into .venv-sv/)"))
     settings = config["annotation"]
     if settings["enable"] is True and plan.tool == "genomon" and genes.name is None:
         found.append((("annotation", "enable"), f"true, but {genes.note}"))

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from conftest import run_snakemake, write_config
-from genomon_smk.runtime.console import PairFiles, PlanWarning, failure_summary, job_line, summary
+from genomon_smk.runtime.console import PairFiles, PlanWarning, failure_summary, replaced_input_note, summary
 
 HEADER = "Chr\tStart\tEnd\tRef\tAlt\n"
 
@@ -14,12 +14,6 @@ HEADER = "Chr\tStart\tEnd\tRef\tAlt\n"
 def result_file(path, calls, meta="#meta\n"):
     path.write_text(meta + HEADER + "".join(f"chr1\t{i}\t{i}\tA\tC\n" for i in range(1, calls + 1)))
     return str(path)
-
-
-def test_job_line_names_the_rule_its_wildcards_and_the_job_id():
-    assert job_line({"rule_name": "markdup", "jobid": 12, "wildcards": {"sample": "t", "region": "r0001"},
-                     "local": False}) == "rule markdup started (sample=t, region=r0001), jobid 12"
-    assert job_line({"rule_name": "all", "jobid": 0, "wildcards": {}, "local": True}) == "localrule all started, jobid 0"
 
 
 def test_summary_counts_kept_and_removed_calls_and_names_an_empty_pair_that_was_warned_about(tmp_path):

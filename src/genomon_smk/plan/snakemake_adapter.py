@@ -146,6 +146,25 @@ def is_rules_chatter(record: logging.LogRecord) -> bool:
     return getattr(record, "quietness", None) == Quietness.RULES
 
 
+def jobs_rerun_for_param(workflow, param: str) -> list[dict]:
+    """The wildcards of every job of this run (finished or to run: DAG.needrun_jobs with
+    exclude_finished=False) that runs because its param `param` changed: its Reason's
+    params_changed (snakemake.persistence.ParamsChange) holds the job's new value of it in
+    only_new (as Persistence._serialize_param stores a value: its repr). [] before a DAG is
+    built (Workflow.dag None)."""
+    dag = workflow.dag
+    if dag is None:
+        return []
+    found = []
+    for job in dag.needrun_jobs(exclude_finished=False):
+        changed = dag.reason(job).params_changed
+        if not changed or param not in job.rule.params.keys():
+            continue
+        if repr(getattr(job.params, param)) in changed.only_new:
+            found.append(dict(job.wildcards.items()))
+    return found
+
+
 def log_events():
     """snakemake_interface_logger_plugins.common.LogEvent."""
     from snakemake_interface_logger_plugins.common import LogEvent

@@ -189,9 +189,17 @@ class LogHandler(LogHandlerBase):
             return None  # (after a failure its lines say how the run stops)
         return self.format(record)
 
-    def emit(self, record: logging.LogRecord) -> None:
+    def handle(self, record: logging.LogRecord):
+        """Every record is noted before Snakemake's filter decides what is shown (it drops the
+        WORKFLOW_STARTED record in some 9.x releases, and job errors with --quiet rules)."""
         try:
             self.note(record)
+        except Exception:
+            self.handleError(record)
+        return super().handle(record)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
             text = self.text(record)
             if text is None or text in ("", "None"):
                 return
@@ -207,6 +215,7 @@ class LogHandler(LogHandlerBase):
         self.stream.flush()
 
     # --- the end of the run: Snakemake closes its plugin handlers after the run's last record
+    # (LoggerManager.stop; releases before 9.2x leave them to logging's shutdown at exit)
 
     def run_end(self) -> RunEnd:
         return RunEnd(self.dry_run, tuple(self.failed.values()), self.error)

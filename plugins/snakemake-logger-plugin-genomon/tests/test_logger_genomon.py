@@ -11,7 +11,7 @@ import pytest
 from snakemake_interface_logger_plugins.common import LogEvent
 
 import snakemake_logger_plugin_genomon as plugin
-from snakemake_logger_plugin_genomon import FailedJob, LogHandler, RunEnd, at_end, job_line
+from snakemake_logger_plugin_genomon import FailedJob, LogHandler, RunEnd, at_end, job_line, plain_error
 
 
 @dataclass
@@ -176,3 +176,18 @@ def test_snakemake_takes_it_as_a_logger_plugin_that_writes_to_the_console():
     handler = LogHandler(Settings(), None)
     assert handler.writes_to_stream and not handler.writes_to_file and not handler.has_filter
     plugin._ACTIVE.clear()
+
+
+def test_a_refusal_marked_plain_is_printed_without_snakemakes_header(console):
+    class ConfigRefusal(Exception):
+        pass
+
+    handler, stream = console()
+    error = plain_error(ConfigRefusal("config.yaml, line 3: key 'x': give a number"))
+    assert isinstance(error, ConfigRefusal)
+    handler.handle(record("ConfigRefusal in file /w/config.smk, line 348:\nconfig.yaml, line 3: ...", logging.ERROR,
+                          event=LogEvent.ERROR, exception="ConfigRefusal"))
+    handler.handle(record("WorkflowError in file /w/x.smk, line 1:\nother", logging.ERROR,
+                          event=LogEvent.ERROR, exception="WorkflowError"))
+    assert stream.getvalue().splitlines() == ["config.yaml, line 3: key 'x': give a number",
+                                              "WorkflowError in file /w/x.smk, line 1:", "other"]

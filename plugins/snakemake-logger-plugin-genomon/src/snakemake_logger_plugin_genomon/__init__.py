@@ -25,7 +25,7 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
-__all__ = ["FailedJob", "LogHandler", "LogHandlerSettings", "RunEnd", "at_end", "job_line"]
+__all__ = ["FailedJob", "LogHandler", "LogHandlerSettings", "RunEnd", "at_end", "job_line", "plain_error"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,17 @@ def at_end(closing: Callable[[RunEnd], Optional[str]], key: str = "") -> bool:
         return False
     _ACTIVE[-1].closings[key or getattr(closing, "__qualname__", repr(closing))] = closing
     return True
+
+
+def plain_error(error: BaseException) -> BaseException:
+    """Mark an error the workflow is about to raise (a refusal that says all the user needs, in a
+    class of its own): when Snakemake logs it (its ERROR record names the class), the console
+    prints str(error) alone, without Snakemake's "ERROR in file ..., line N:" header, which its
+    log file keeps. Returns the error (`raise plain_error(ConfigRefusal(...))`); without a handler
+    of this plugin in the process, nothing changes."""
+    if _ACTIVE:
+        _ACTIVE[-1].plain_errors[type(error).__name__] = str(error)
+    return error
 
 
 def job_line(fields: dict) -> str:
@@ -117,6 +128,7 @@ class LogHandler(LogHandlerBase):
             and bool(getattr(self.stream, "isatty", None) and self.stream.isatty())
         )
         self.closings: dict[str, Callable[[RunEnd], Optional[str]]] = {}
+        self.plain_errors: dict[str, str] = {}
         self.failed: dict[int, FailedJob] = {}
         self.error = False
         self.started = False
@@ -167,9 +179,11 @@ class LogHandler(LogHandlerBase):
 
     def text(self, record: logging.LogRecord) -> Optional[str]:
         """The console's text of a record; None: not shown."""
+        event = getattr(record, "event", None)
+        if event == LogEvent.ERROR and getattr(record, "exception", None) in self.plain_errors:
+            return self.plain_errors[record.exception]
         if self.full:
             return self.format(record)
-        event = getattr(record, "event", None)
         if event is None and quietness_name(getattr(record, "quietness", None)) == "RULES":
             return None  # "Removing temporary output ...": one per temporary, thousands in a cohort
         if event == LogEvent.JOB_INFO:

@@ -1,7 +1,8 @@
-"""Retries that grow what a job was short of (genomon_smk.runtime.retries): the failure reports of
-the executors read into what the next attempt gets. The real Slurm run of the mechanism is in
-tests/test_slurm.py; the messages here are the executors' own formats (the Slurm plugin's
-report_job_error, slurmstepd's notices in a job's log, the PJM plugin's end codes)."""
+"""Retries that grow what a job was short of (genomon_smk.runtime.retries): the executors' failure
+data (the Slurm job state, the PJM plugin's failure kind) read into what the next attempt gets.
+The real Slurm run of the mechanism is in tests/test_slurm.py; the contract tests at the end run
+the executor plugins' own code (the Slurm plugin's status check and error report, the PJM
+plugin's judge and failure record) instead of copies of their messages."""
 
 from __future__ import annotations
 
@@ -163,3 +164,54 @@ def test_the_pjm_plugins_own_failure_record_decides_the_retry(tmp_path, codes, g
     assert failure_grown == grown
     stop = attempts.state(rule_log, in_job=False)["stop"]
     assert (stop is None) is (bool(grown) or node)
+
+
+@pytest.mark.parametrize("state, grown, node", [
+    ("TIMEOUT", {"runtime"}, False),
+    ("OUT_OF_MEMORY", {"mem_mb"}, False),
+    ("NODE_FAIL", set(), True),
+    ("FAILED", set(), False),
+    ("CANCELLED", set(), False),
+])
+def test_the_slurm_plugins_own_error_report_decides_the_retry(tmp_path, monkeypatch, state, grown, node):
+    """Contract with snakemake-executor-plugin-slurm (the pinned one), through its own code: its
+    Executor.check_active_jobs, given a job's Slurm state by its status query (squeue: the form
+    clusters without accounting use), reports the job's error; the record Snakemake logs for that
+    report (the message, the rule's log and the Slurm log) decides the retry."""
+    import asyncio
+    import contextlib
+    from types import SimpleNamespace
+
+    import snakemake_executor_plugin_slurm as slurm
+
+    async def query(command, logger):
+        return {"77": state}, 0.01
+
+    monkeypatch.setattr(slurm, "query_job_status", query)
+    monkeypatch.setattr(slurm, "get_min_job_age", lambda: 3600)
+    monkeypatch.setattr(slurm, "is_query_tool_available", lambda name: False)
+    executor = object.__new__(slurm.Executor)
+    settings = SimpleNamespace(init_seconds_before_status_checks=40, status_attempts=1, requeue=False,
+                               keep_successful_logs=True)
+    reports = []
+    executor.__dict__.update(
+        workflow=SimpleNamespace(executor_settings=settings), logger=logging.getLogger("test-slurm"),
+        run_uuid="run", status_rate_limiter=contextlib.nullcontext(), _status_query_failures=0,
+        _status_query_calls=0, _status_query_total_seconds=0.0, _status_query_min_seconds=None,
+        _status_query_max_seconds=0.0, _status_query_cycle_rows=[], _failed_nodes=set(), _preemption_warning=False,
+        _next_seconds_between_status_checks=40,
+        get_status_command=lambda: "squeue",
+        report_job_error=lambda info, msg=None, aux_logs=None, **_: reports.append((msg, aux_logs)),
+        report_job_success=lambda info: reports.append(("success", None)))
+    job = SimpleNamespace(external_jobid="77", aux={"slurm_logfile": tmp_path / "77.log"})
+
+    async def poll():
+        return [still async for still in executor.check_active_jobs([job])]
+
+    assert asyncio.run(poll()) == []
+    ((message, aux_logs),) = reports
+    attempts = Attempts(workdir=str(tmp_path))
+    rule_log = "logs/markdup/t.log"
+    FailureHandler(attempts).handle(job_error([rule_log, *aux_logs], message))
+    assert {name for name in ("runtime", "mem_mb", "pjm_localtmp") if attempts.factor(rule_log, name) == 2} == grown
+    assert (attempts.state(rule_log, in_job=False)["stop"] is None) is (bool(grown) or node)

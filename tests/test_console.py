@@ -118,7 +118,7 @@ def test_the_replaced_input_note_counters_snakemakes_mtime_hint():
     lines = replaced_input_note(["t1", "n1", "t1"], dry_run=True)
     assert lines[0] == ("genomon-smk: 2 sample(s) will rerun from their first step because their input files were "
                         "replaced: n1, t1.")
-    assert "'--rerun-triggers mtime', would turn off the check" in lines[1] and "--cleanup-metadata" in lines[1]
+    assert "'--rerun-triggers mtime', would turn off the check" in lines[1] and "--cleanup-metadata" in lines[3]
     assert replaced_input_note(["t1"], dry_run=False)[0].startswith("genomon-smk: 1 sample(s) reran")
 
 

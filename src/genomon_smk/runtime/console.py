@@ -190,9 +190,10 @@ def replaced_input_note(samples: list[str], dry_run: bool) -> list[str]:
     return [
         f"genomon-smk: {len(names)} sample(s) {verb} from their first step because their input files were "
         f"replaced: {shown_names}.",
-        "  Snakemake's hint above, '--rerun-triggers mtime', would turn off the check that found it: a file"
-        " replaced by `cp -p` or `rsync -a` keeps an old date, and its sample would keep the results of the"
-        " old file. Keep the profile's rerun triggers. If the new files hold the same reads, the rerun gives"
-        " the same results; to skip it on purpose, clear the recorded params of those samples' first"
-        " outputs with `snakemake --cleanup-metadata FILE...` instead.",
+        f"  Snakemake's hint {'above' if dry_run else 'for such reruns'}, '--rerun-triggers mtime', would turn off"
+        " the check that found it:",
+        "  a file replaced by `cp -p` or `rsync -a` keeps an old date, and its sample would keep the results of"
+        " the old file. Keep the profile's rerun triggers.",
+        "  If the new files hold the same reads, the rerun gives the same results; to skip it on purpose, clear"
+        " the recorded params of those samples' first outputs with `snakemake --cleanup-metadata FILE...`.",
     ]

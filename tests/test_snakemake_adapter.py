@@ -333,7 +333,7 @@ def test_the_pjm_storage_warning_follows_config_cluster(tmp_path, testdata, capf
     assert warned is (cluster == "pjm")
 
 
-def test_job_attempt_and_wrap_resources(parsed):
+def test_job_attempt_and_wrap_resources(parsed, tmp_path):
     """A rule's resource replaced by a function of the attempt, which sees the rule's own value
     and the job's log; rules without a log are left as they are."""
     from snakemake.iocontainers import Wildcards
@@ -362,6 +362,12 @@ rule logged:
     value = resource.evaluate(wildcards, input=[], attempt=3, threads=1, rulename="logged", async_run=None).value
     assert value == 300 and seen == [("mem_mb", "logs/a.log")]
     assert "mem_mb" not in workflow.get_rule("fixed").resources.keys()  # no log, no own mem_mb: left alone
+    # Only the rules of Snakefiles below `under` (as a module: the workflow's own, not the host's).
+    elsewhere, _, _ = parsed(text=text)
+    adapter.wrap_resources(elsewhere, ("mem_mb",), wrap, under=tmp_path / "workflow")
+    assert elsewhere.get_rule("logged").resources["mem_mb"].value == 100
+    adapter.wrap_resources(elsewhere, ("mem_mb",), wrap, under=tmp_path)
+    assert elsewhere.get_rule("logged").resources["mem_mb"].is_evaluable()
 
 
 def test_workflow_dir_module_and_hooks(parsed, tmp_path):

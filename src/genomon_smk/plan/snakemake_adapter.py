@@ -184,12 +184,13 @@ def job_attempt(workflow) -> int:
     return workflow.attempt
 
 
-def wrap_resources(workflow, names: tuple[str, ...], wrap) -> None:
+def wrap_resources(workflow, names: tuple[str, ...], wrap, under: Path | None = None) -> None:
     """Replace each of these resources of every rule that has a log and the resource (Rule.resources,
     a Resources mapping of Resource, after default-resources, the rule's own and set-resources)
     with `wrap(name, value, log_of)`: a function of (wildcards, input, attempt, threads,
     rulename, async_run), where value(...) is the rule's own value for those arguments and
-    log_of(wildcards) the job's first log file."""
+    log_of(wildcards) the job's first log file. under: only the rules defined in Snakefiles below
+    this directory (Rule.snakefile): as a module, the workflow's own rules, not the host's."""
     import inspect
 
     from snakemake.resources import Resource
@@ -197,6 +198,8 @@ def wrap_resources(workflow, names: tuple[str, ...], wrap) -> None:
     for rule in workflow.rules:
         logs = list(rule.log)
         if not logs:
+            continue
+        if under is not None and not Path(str(rule.snakefile)).resolve().is_relative_to(under.resolve()):
             continue
         pattern = logs[0]
 

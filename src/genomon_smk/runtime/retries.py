@@ -294,13 +294,14 @@ def watch_failures(workflow, attempts: Attempts) -> None:
         logger.addHandler(FailureHandler(attempts))
 
 
-def grow_on_retry(workflow, attempts: Attempts) -> None:
+def grow_on_retry(workflow, attempts: Attempts, under=None) -> None:
     """Make every rule's run time, memory and PJM local disk grow on the attempts after one short
     of them, and make the job process of an attempt after a failure that is not retried fail at
     once (refusal). Call once all rules are defined (the resources Snakemake ends with: after
-    default-resources, the rule's own and set-resources; snakemake_adapter.wrap_resources)."""
+    default-resources, the rule's own and set-resources; snakemake_adapter.wrap_resources).
+    under: the workflow's directory, so that a host workflow's own rules are left as they are."""
     snakemake_adapter.wrap_resources(
-        workflow, tuple(GROWN), lambda name, value, log_of: grown(name, value, log_of, attempts, workflow)
+        workflow, tuple(GROWN), lambda name, value, log_of: grown(name, value, log_of, attempts, workflow), under
     )
 
 

@@ -275,8 +275,8 @@ def parse_workflow(*configs, cores=2, command_line=None):
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
 
     cwd = os.getcwd()  # the API changes to the working directory
-    # The parse adds the workflow's filter and handler to Snakemake's process-wide logger
-    # (rules/console.smk): taken off again, so that a later test in this worker sees its own.
+    # The parse adds the workflow's handler to Snakemake's process-wide logger (rules/retries.smk):
+    # taken off again, so that a later test in this worker sees its own.
     logger = logging.getLogger("snakemake.logging")
     filters, handlers = list(logger.filters), list(logger.handlers)
     try:

@@ -37,8 +37,8 @@ def test_the_users_config_wins_key_by_key():
     assert fragment["storage"]["paths"] == {"node_local": "$PJM_LOCALTMP"}  # inputs untouched
 
 
-def test_the_pjm_plugins_messages_are_what_the_retries_read():
-    """Every end the PJM plugin words (on the captured Fugaku-layout and emulator listings) is
+def test_the_pjm_plugins_failure_kinds_are_what_the_retries_read():
+    """Every end the PJM plugin judges (on the captured Fugaku-layout and emulator listings) is
     classified by genomon_smk.runtime.retries as the resource it was short of, a node failure,
     or no retry."""
     from snakemake_executor_plugin_pjm.pjm import judge, parse_pjstat
@@ -51,14 +51,14 @@ def test_the_pjm_plugins_messages_are_what_the_retries_read():
         for job, row in parse_pjstat((data / listing).read_text()).items():
             end = judge(job, row)
             if not end.success:
-                ends.setdefault(end.kind, []).append(end.reason)
+                ends.setdefault(end.kind, []).append(end)
     expected = {"elapse": ({"runtime"}, False), "memory": ({"mem_mb"}, False), "node": (set(), True),
                 "exit": (set(), False), "cancelled": (set(), False), "system": (set(), False),
                 "rejected": (set(), False)}
     assert set(ends) == set(expected)
-    for kind, reasons in ends.items():
-        for reason in reasons:
-            failure = classify(reason)
-            assert (set(failure.short_of), failure.node) == expected[kind], reason
+    for kind, found in ends.items():
+        for end in found:
+            failure = classify(end.reason, end.kind)
+            assert (set(failure.short_of), failure.node) == expected[kind], end.reason
     disk = judge("9", {"ST": "EXT", "EC": "137", "PC": "13", "SN": "9"})
-    assert disk.kind == "disk" and set(classify(disk.reason).short_of) == {"pjm_localtmp"}
+    assert disk.kind == "disk" and set(classify(disk.reason, disk.kind).short_of) == {"pjm_localtmp"}

@@ -1,12 +1,14 @@
 """What the console shows: one line per job, and the summary a run and a dry run end with
 (genomon_smk.runtime.console, workflow/rules/console.smk)."""
 
+import json
 import re
+import subprocess
 
 import pytest
 
-from conftest import run_snakemake, write_config
-from genomon_smk.runtime.console import PairFiles, PlanWarning, failure_summary, job_line, summary
+from conftest import REPO, SNAKEMAKE, run_snakemake, write_config
+from genomon_smk.runtime.console import PairFiles, PlanWarning, failure_summary, replaced_input_note, summary
 
 HEADER = "Chr\tStart\tEnd\tRef\tAlt\n"
 
@@ -14,12 +16,6 @@ HEADER = "Chr\tStart\tEnd\tRef\tAlt\n"
 def result_file(path, calls, meta="#meta\n"):
     path.write_text(meta + HEADER + "".join(f"chr1\t{i}\t{i}\tA\tC\n" for i in range(1, calls + 1)))
     return str(path)
-
-
-def test_job_line_names_the_rule_its_wildcards_and_the_job_id():
-    assert job_line({"rule_name": "markdup", "jobid": 12, "wildcards": {"sample": "t", "region": "r0001"},
-                     "local": False}) == "rule markdup started (sample=t, region=r0001), jobid 12"
-    assert job_line({"rule_name": "all", "jobid": 0, "wildcards": {}, "local": True}) == "localrule all started, jobid 0"
 
 
 def test_summary_counts_kept_and_removed_calls_and_names_an_empty_pair_that_was_warned_about(tmp_path):
@@ -115,3 +111,38 @@ def test_an_empty_pmsignature_result_is_named_at_the_end_of_the_run(tmp_path):
     assert text[-2:] == ["genomon-smk: 1 pmsignature result(s) empty, too few mutations for their K (the job logs"
                          " say how many were left):", "  pmsignature/c/pmsignature.ind.result.2.json"]
     assert "result(s) empty" not in summary(str(out), [], {}, [], dry_run=True, signatures=paths)
+
+
+def test_the_replaced_input_note_counters_snakemakes_mtime_hint():
+    assert replaced_input_note([], dry_run=False) == []
+    lines = replaced_input_note(["t1", "n1", "t1"], dry_run=True)
+    assert lines[0] == ("genomon-smk: 2 sample(s) will rerun from their first step because their input files were "
+                        "replaced: n1, t1.")
+    assert "'--rerun-triggers mtime', would turn off the check" in lines[1] and "--cleanup-metadata" in lines[3]
+    assert replaced_input_note(["t1"], dry_run=False)[0].startswith("genomon-smk: 1 sample(s) reran")
+
+
+@pytest.mark.workflow
+def test_a_logger_plugin_beside_ours_sees_every_job_and_the_log_file_keeps_snakemakes_blocks(tmp_path, testdata):
+    """`--logger genomon snakesee` (a monitoring plugin from PyPI that writes its events to a
+    file): the console shows our line per job, the snakesee plugin gets every job's events, and
+    Snakemake's log file has its full block per job (rule, output, jobid, reason)."""
+    config = write_config(tmp_path, testdata, output_dir=str(tmp_path / "out"))
+    ran = subprocess.run(
+        [SNAKEMAKE, "--snakefile", str(REPO / "workflow" / "Snakefile"), "--profile", str(REPO / "profiles" / "local"),
+         "--configfile", str(config), "--cores", "2", str(tmp_path / "out" / "regions.tsv"),
+         "--logger", "genomon", "snakesee"],
+        cwd=tmp_path, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    started = re.findall(r"^localrule (\w+) started.*, jobid (\d+)$", ran.stderr, flags=re.M)
+    assert started and ("region_table" in dict(started))
+    assert not re.search(r"^\s+(input|output|jobid):", ran.stderr, flags=re.M)
+    events = [json.loads(line) for line in (tmp_path / ".snakesee_events.jsonl").read_text().splitlines()]
+    for kind in ("job_submitted", "job_finished"):
+        assert sorted((e["rule_name"], str(e["job_id"])) for e in events if e["event_type"] == kind) == sorted(started)
+    (log,) = (tmp_path / ".snakemake" / "log").glob("*.snakemake.log")
+    text = log.read_text()
+    for rule, jobid in started:
+        block = text[text.index(f"localrule {rule}:"):]
+        assert re.search(rf"^    jobid: {jobid}$", block, flags=re.M) and "    output: " in block and "    reason: " in block
+    assert "genomon-smk: the results are in" in ran.stderr.split("Complete log(s)")[-1]

@@ -170,6 +170,10 @@ def test_a_fastq_replaced_under_its_name_with_an_older_date_reruns_its_sample(tm
         os.utime(replaced, (os.path.getmtime(counts) - 365 * 86400,) * 2)
     dry_run = run_snakemake(config, counts, "-n", env=no_slurm_probe).stdout
     assert re.search(r"params have changed since last execution:\s+split_fastq\n", dry_run), dry_run
+    # Snakemake's hint (--rerun-triggers mtime) would switch this check off: the summary says so.
+    closing = dry_run[dry_run.index("This was a dry-run"):]
+    assert ("genomon-smk: 1 sample(s) will rerun from their first step because their input files were replaced: "
+            "tumor." in closing and "'--rerun-triggers mtime', would turn off the check" in closing), closing
 
 
 def test_a_bam_to_convert_replaced_under_its_name_with_an_older_date_reruns_its_sample(tmp_path, testdata,

@@ -10,9 +10,11 @@ LAYERS = ["genomon_smk", "tools", "plan", "steps", "runtime"]  # lowest first
 
 
 def layer(module: str) -> int:
-    """The layer of `genomon_smk.X...` (the root's own modules, fileio included, are the lowest)."""
+    """The layer of `genomon_smk.X` and `genomon_smk.X.Y` (a subpackage itself is its layer: `import
+    genomon_smk.runtime` and `from genomon_smk import runtime` are imports of that layer); the root's
+    own modules, fileio included, are the lowest."""
     parts = module.split(".")
-    return LAYERS.index(parts[1]) if len(parts) > 2 and parts[1] in LAYERS else 0
+    return LAYERS.index(parts[1]) if len(parts) >= 2 and parts[1] in LAYERS else 0
 
 
 def imported_modules(path: Path, module: str) -> set[str]:
@@ -45,6 +47,19 @@ def test_layers_import_downward_only():
             if layer(name) > layer(module):
                 upward.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
     assert not upward, "\n".join(upward)
+
+
+def test_an_upward_import_of_a_whole_layer_is_caught(tmp_path):
+    """`import genomon_smk.runtime` and `from genomon_smk import runtime` in the plan layer are
+    upward imports as much as `from genomon_smk.runtime.console import X`."""
+    source = tmp_path / "planner.py"
+    for line in ("import genomon_smk.runtime", "from genomon_smk import runtime",
+                 "from genomon_smk.runtime import console", "from .. import runtime"):
+        source.write_text(line + "\n")
+        names = imported_modules(source, "genomon_smk.plan.planner")
+        assert max(layer(name) for name in names) > layer("genomon_smk.plan.planner"), line
+    source.write_text("from genomon_smk import fileio\nimport genomon_smk.tools\n")
+    assert max(layer(name) for name in imported_modules(source, "genomon_smk.plan.planner")) < layer("genomon_smk.plan")
 
 
 def test_every_subpackage_is_a_layer():

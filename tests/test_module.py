@@ -35,6 +35,8 @@ def test_a_users_snakefile_runs_the_workflow_as_a_module(tmp_path, testdata):
     # The .test cohort (5 samples, the pair and the panel) planned as the direct way plans it.
     assert planned["split_fastq"] == 5 and planned["identify_mutations"] > 0 and planned["sv_filt"] == 1
     assert "Stage plan:" in dry.stderr
+    # Snakemake's planning is patched process-wide: left alone for the host workflow (no opt-in).
+    assert "as a module of another workflow, Snakemake's planning is left unpatched" in dry.stderr
     # A run held by another live process on this host is refused (the run's onstart hook, which
     # Snakemake drops from a module: the workflow adds it to the user's).
     lock = project / "results" / ".genomon-smk.lock"

@@ -1,7 +1,8 @@
-"""Retries that grow what a job was short of (genomon_smk.runtime.retries): the failure reports of
-the executors read into what the next attempt gets. The real Slurm run of the mechanism is in
-tests/test_slurm.py; the messages here are the executors' own formats (the Slurm plugin's
-report_job_error, slurmstepd's notices in a job's log, the PJM plugin's end codes)."""
+"""Retries that grow what a job was short of (genomon_smk.runtime.retries): the executors' failure
+data (the Slurm job state, the PJM plugin's failure kind) read into what the next attempt gets.
+The real Slurm run of the mechanism is in tests/test_slurm.py; the contract tests at the end run
+the executor plugins' own code (the Slurm plugin's status check and error report, the PJM
+plugin's judge and failure record) instead of copies of their messages."""
 
 from __future__ import annotations
 
@@ -18,40 +19,42 @@ SLURM_SQUEUE = ("SLURM-job '{id}' failed, SLURM status is: '{state}'. Detailed f
                 "(status command is not 'sacct').")
 
 
-@pytest.mark.parametrize("reported, short_of", [
-    (SLURM.format(id=12, state="TIMEOUT", reason="TimeLimit"), {"runtime"}),
-    (SLURM_SQUEUE.format(id=12, state="OUT_OF_MEMORY"), {"mem_mb"}),
-    ("slurmstepd: error: *** JOB 12 ON node3 CANCELLED AT 2026-11-26T03:41:22 DUE TO TIME LIMIT ***",
+@pytest.mark.parametrize("reported, kind, log_text, short_of", [
+    (SLURM.format(id=12, state="TIMEOUT", reason="TimeLimit"), None, "", {"runtime"}),
+    (SLURM_SQUEUE.format(id=12, state="OUT_OF_MEMORY"), None, "", {"mem_mb"}),
+    ("", None, "slurmstepd: error: *** JOB 12 ON node3 CANCELLED AT 2026-11-26T03:41:22 DUE TO TIME LIMIT ***",
      {"runtime"}),
-    ("slurmstepd-node3: error: StepId=98.batch exceeded memory limit (331505664 > 209715200), being killed",
+    ("", None, "slurmstepd-node3: error: StepId=98.batch exceeded memory limit (331505664 > 209715200), being killed",
      {"mem_mb"}),
-    ("slurmstepd: error: Detected 1 oom_kill event in StepId=12.0. Some of the step tasks have been "
+    ("", None, "slurmstepd: error: Detected 1 oom_kill event in StepId=12.0. Some of the step tasks have been "
      "OOM Killed.", {"mem_mb"}),
-    ("PJM job 31 failed: elapse limit exceeded (ST EXT, PJM CODE 11, EXIT CODE 137)", {"runtime"}),
-    ("PJM job 31 failed: memory limit exceeded (ST EXT, PJM CODE 12)", {"mem_mb"}),
-    ("PJM job 31 failed: disk usage limit exceeded (e.g. LLIO localtmp/sharedtmp size) (PJM CODE 13)",
+    ("PJM job 31 failed: ...", "elapse", "", {"runtime"}),
+    ("PJM job 31 failed: ...", "memory", "", {"mem_mb"}),
+    ("PJM job 31 failed: ...", "disk", "", {"pjm_localtmp"}),
+    ("PJM job 31 failed: exit code 1", "exit", "genomon-smk: no space left on node_local (/local/x): 0 B free of "
+     "16.0 GiB when the job failed; the storage plan expected about 9.0 GiB on node_local at its peak",
      {"pjm_localtmp"}),
-    ("PJM job 31 failed: exit code 1\ngenomon-smk: no space left on node_local (/local/x): 0 B free of 16.0 GiB "
-     "when the job failed; the storage plan expected about 9.0 GiB on node_local at its peak", {"pjm_localtmp"}),
 ])
-def test_a_job_short_of_a_resource_is_retried_with_more_of_it_only(reported, short_of):
-    failure = classify(reported)
+def test_a_job_short_of_a_resource_is_retried_with_more_of_it_only(reported, kind, log_text, short_of):
+    failure = classify(reported, kind, log_text)
     assert failure.short_of == short_of and failure.retried and not failure.node
 
 
-@pytest.mark.parametrize("reported", [
-    SLURM.format(id=12, state="FAILED", reason="NonZeroExitCode"),
-    SLURM_SQUEUE.format(id=12, state="CANCELLED"),
-    "PJM job 31 failed: exit code 3 (ST EXT, PJM CODE 0, EXIT CODE 3)",
-    "",  # cluster-generic and the local executor say nothing
+@pytest.mark.parametrize("reported, kind", [
+    (SLURM.format(id=12, state="FAILED", reason="NonZeroExitCode"), None),
+    (SLURM_SQUEUE.format(id=12, state="CANCELLED"), None),
+    ("PJM job 31 failed: exit code 3 (ST EXT, PJM CODE 0, EXIT CODE 3)", "exit"),
+    ("PJM job 31 failed: cancelled", "cancelled"),
+    # The words of a message are not data: a PJM message without its record is not retried.
+    ("PJM job 31 failed: elapse limit exceeded (ST EXT, PJM CODE 11)", None),
+    ("", None),  # cluster-generic and the local executor say nothing
 ])
-def test_other_failures_are_not_retried(reported):
-    assert not classify(reported).retried
+def test_other_failures_are_not_retried(reported, kind):
+    assert not classify(reported, kind).retried
 
 
 def test_a_node_failure_is_retried_as_it_was():
-    for reported in (SLURM_SQUEUE.format(id=1, state="NODE_FAIL"), "PJM job 3 failed: node down (PJM CODE 20)"):
-        failure = classify(reported)
+    for failure in (classify(SLURM_SQUEUE.format(id=1, state="NODE_FAIL")), classify("PJM job 3 failed", "node")):
         assert failure.retried and failure.node and not failure.short_of
 
 
@@ -125,3 +128,90 @@ def test_a_new_run_is_not_refused_by_an_earlier_runs_marker(tmp_path):
     assert refusal(state, "logs/a.log", 2) is None and now.factor("logs/a.log", "runtime", in_job=True) == 2
     now.forget()  # after a successful run
     assert not (tmp_path / ".snakemake" / "genomon-retry").exists() or not any((tmp_path / ".snakemake" / "genomon-retry").iterdir())
+
+
+@pytest.mark.parametrize("codes, grown, node", [
+    ({"ST": "EXT", "EC": "137", "PC": "11"}, {"runtime"}, False),
+    ({"ST": "EXT", "EC": "137", "PC": "12"}, {"mem_mb"}, False),
+    ({"ST": "EXT", "EC": "137", "PC": "23"}, {"mem_mb"}, False),
+    ({"ST": "EXT", "EC": "1", "PC": "13"}, {"pjm_localtmp"}, False),
+    ({"ST": "ERR", "EC": "-", "PC": "20"}, set(), True),
+    ({"ST": "EXT", "EC": "3", "PC": "0"}, set(), False),
+    ({"ST": "CCL", "EC": "-", "PC": "1"}, set(), False),
+])
+def test_the_pjm_plugins_own_failure_record_decides_the_retry(tmp_path, codes, grown, node):
+    """Contract with plugins/snakemake-executor-plugin-pjm, through its own code: the ended job's
+    pjstat row judged (pjm.judge), the failure recorded where the plugin records it
+    (Executor.record_failure), and the error record Snakemake logs for its report_job_error
+    (the message, the rule's log and the job's PJM logs): the retry grows what the kind says."""
+    from types import SimpleNamespace
+
+    from snakemake_executor_plugin_pjm import Executor, pjm
+
+    logdir = tmp_path / "pjm-logs"
+    logdir.mkdir()
+    job_id = "4242"
+    end = pjm.judge(job_id, {**codes, "SN": "-", "REASON": "-"})
+    assert not end.success
+    job = SimpleNamespace(name="markdup", wildcards={"sample": "t"}, attempt=1)
+    info = SimpleNamespace(job=job, external_jobid=job_id,
+                           aux={"logs": pjm.log_files(logdir, pjm.job_name(job.name), job_id)})
+    Executor.record_failure(SimpleNamespace(logdir=logdir, logger=logging.getLogger("test")), info, end)
+    attempts = Attempts(workdir=str(tmp_path))
+    rule_log = "logs/markdup/t.log"
+    FailureHandler(attempts).handle(job_error([rule_log, *info.aux["logs"]], end.reason + "\n"))
+    failure_grown = {name for name in ("runtime", "mem_mb", "pjm_localtmp") if attempts.factor(rule_log, name) == 2}
+    assert failure_grown == grown
+    stop = attempts.state(rule_log, in_job=False)["stop"]
+    assert (stop is None) is (bool(grown) or node)
+
+
+@pytest.mark.parametrize("state, grown, node", [
+    ("TIMEOUT", {"runtime"}, False),
+    ("OUT_OF_MEMORY", {"mem_mb"}, False),
+    ("NODE_FAIL", set(), True),
+    ("FAILED", set(), False),
+    ("CANCELLED", set(), False),
+])
+def test_the_slurm_plugins_own_error_report_decides_the_retry(tmp_path, monkeypatch, state, grown, node):
+    """Contract with snakemake-executor-plugin-slurm (the pinned one), through its own code: its
+    Executor.check_active_jobs, given a job's Slurm state by its status query (squeue: the form
+    clusters without accounting use), reports the job's error; the record Snakemake logs for that
+    report (the message, the rule's log and the Slurm log) decides the retry."""
+    import asyncio
+    import contextlib
+    from types import SimpleNamespace
+
+    import snakemake_executor_plugin_slurm as slurm
+
+    async def query(command, logger):
+        return {"77": state}, 0.01
+
+    monkeypatch.setattr(slurm, "query_job_status", query)
+    monkeypatch.setattr(slurm, "get_min_job_age", lambda: 3600)
+    monkeypatch.setattr(slurm, "is_query_tool_available", lambda name: False)
+    executor = object.__new__(slurm.Executor)
+    settings = SimpleNamespace(init_seconds_before_status_checks=40, status_attempts=1, requeue=False,
+                               keep_successful_logs=True)
+    reports = []
+    executor.__dict__.update(
+        workflow=SimpleNamespace(executor_settings=settings), logger=logging.getLogger("test-slurm"),
+        run_uuid="run", status_rate_limiter=contextlib.nullcontext(), _status_query_failures=0,
+        _status_query_calls=0, _status_query_total_seconds=0.0, _status_query_min_seconds=None,
+        _status_query_max_seconds=0.0, _status_query_cycle_rows=[], _failed_nodes=set(), _preemption_warning=False,
+        _next_seconds_between_status_checks=40,
+        get_status_command=lambda: "squeue",
+        report_job_error=lambda info, msg=None, aux_logs=None, **_: reports.append((msg, aux_logs)),
+        report_job_success=lambda info: reports.append(("success", None)))
+    job = SimpleNamespace(external_jobid="77", aux={"slurm_logfile": tmp_path / "77.log"})
+
+    async def poll():
+        return [still async for still in executor.check_active_jobs([job])]
+
+    assert asyncio.run(poll()) == []
+    ((message, aux_logs),) = reports
+    attempts = Attempts(workdir=str(tmp_path))
+    rule_log = "logs/markdup/t.log"
+    FailureHandler(attempts).handle(job_error([rule_log, *aux_logs], message))
+    assert {name for name in ("runtime", "mem_mb", "pjm_localtmp") if attempts.factor(rule_log, name) == 2} == grown
+    assert (attempts.state(rule_log, in_job=False)["stop"] is None) is (bool(grown) or node)

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import logging
 import os
-import types
 from pathlib import Path
 
 import pytest
 from snakemake.api import SnakemakeApi
 from snakemake.resources import Resources
-from snakemake.settings.enums import Quietness
 from snakemake.settings.types import (
     ConfigSettings,
     DeploymentMethod,
@@ -26,6 +24,7 @@ from snakemake_interface_executor_plugins.settings import ExecMode
 from snakemake_interface_logger_plugins.common import LogEvent
 
 from genomon_smk.plan import snakemake_adapter as adapter
+from genomon_smk.plan import snakemake_patches as patches
 
 SNAKEFILE = """
 SEEN = {}
@@ -147,12 +146,6 @@ def test_wrap_unlock(parsed):
     assert seen == [original] and workflow.unlock() == "ours"
 
 
-def test_output_settings(parsed):
-    assert not adapter.shows_every_job(parsed()[0])
-    assert adapter.shows_every_job(parsed(OutputSettings(printshellcmds=True))[0])
-    assert adapter.shows_every_job(parsed(OutputSettings(verbose=True))[0])
-
-
 def test_dry_run_seen_when_jobs_are_planned(parsed):
     workflow, seen, workflow_api = parsed()
     assert not adapter.is_dry_run(workflow)  # while the Snakefile is parsed
@@ -160,15 +153,34 @@ def test_dry_run_seen_when_jobs_are_planned(parsed):
     assert seen["dry_run"] is True
 
 
-def test_logger_and_records():
+def test_logger():
     import snakemake.logging
 
     assert adapter.snakemake_logger() is logging.getLogger(snakemake.logging.logger.name)
-    assert adapter.log_events() is LogEvent
-    record = logging.LogRecord("snakemake.logging", logging.INFO, "", 0, "msg", None, None)
-    assert adapter.log_event(record) is None and not adapter.is_rules_chatter(record)
-    record.event, record.quietness = LogEvent.JOB_INFO, Quietness.RULES
-    assert adapter.log_event(record) == LogEvent.JOB_INFO and adapter.is_rules_chatter(record)
+
+
+def test_jobs_rerun_for_a_changed_param(parsed, tmp_path):
+    """A job whose param changed since its output was made (Snakemake's params trigger) is found
+    by that param; a job rerun for another reason is not."""
+    text = """
+rule all:
+    input: "out/a.txt", "out/b.txt"
+
+rule one:
+    output: "out/{name}.txt"
+    params: held=lambda wildcards: (tmp_path / f"{wildcards.name}.held").read_text()
+    shell: "echo {params.held} >{output}"
+""".replace("tmp_path", f"__import__('pathlib').Path({str(tmp_path)!r})")
+    for name in "ab":
+        (tmp_path / f"{name}.held").write_text("v1")
+    workflow, _, workflow_api = parsed(text=text)
+    assert adapter.jobs_rerun_for_param(workflow, "held") == []  # no DAG yet
+    workflow_api.dag().execute_workflow(executor="local")
+    (tmp_path / "a.held").write_text("v2")
+    workflow, _, workflow_api = parsed(text=text)
+    workflow_api.dag().execute_workflow(executor="dryrun")
+    assert adapter.jobs_rerun_for_param(workflow, "held") == [{"name": "a"}]
+    assert adapter.jobs_rerun_for_param(workflow, "other") == []
 
 
 class Records(logging.Handler):
@@ -182,14 +194,14 @@ class Records(logging.Handler):
 
 @pytest.mark.parametrize("printshellcmds", [False, True])
 def test_plan_faster(parsed, printshellcmds):
-    """A dry run plans the same jobs without making the job blocks the console drops; -p still
-    gets them. Rule functions' parameters are looked up once."""
+    """A dry run plans the same jobs and logs every job's record (a logger plugin sees them all).
+    Rule functions' parameters are looked up once."""
     import snakemake.common
     import snakemake.jobs
     import snakemake.rules
 
-    adapter.plan_faster()
-    adapter.plan_faster()  # idempotent
+    patches.plan_faster()
+    patches.plan_faster()  # idempotent
     for module in (snakemake.common, snakemake.rules, snakemake.jobs):
         assert module.get_function_params(test_plan_faster) is module.get_function_params(test_plan_faster)
         assert not hasattr(module.get_function_params.uncached, "uncached")
@@ -200,12 +212,10 @@ def test_plan_faster(parsed, printshellcmds):
         workflow_api.dag().execute_workflow(executor="dryrun")
     finally:
         adapter.snakemake_logger().removeHandler(records)
-    assert (LogEvent.JOB_INFO in records.events) is printshellcmds
+    assert records.events.count(LogEvent.JOB_INFO) == 2  # all, fixed
     import snakemake.scheduling.job_scheduler as job_scheduler
 
     assert hasattr(job_scheduler.JobScheduler._free_resources, "full")  # skipped in a dry run
-    if not printshellcmds:  # no job's resources evaluated (-p prints them)
-        assert not any(job._resources for job in workflow.dag.jobs if job.rule.name == "fixed")
     assert LogEvent.RUN_INFO in records.events  # the Job stats
     assert {job.rule.name for job in workflow.dag.jobs} == {"all", "fixed"}
 
@@ -215,7 +225,7 @@ def test_plan_faster_keeps_every_jobs_conda_env(parsed, tmp_path):
     import snakemake.jobs
 
     (tmp_path / "env.yaml").write_text("channels: [conda-forge]\ndependencies: [python]\n")
-    adapter.plan_faster()
+    patches.plan_faster()
     workflow, _, workflow_api = parsed(text=SNAKEFILE.replace("threads: 4", 'threads: 4\n    conda: "env.yaml"'))
     workflow_api.dag().execute_workflow(executor="dryrun")
     jobs = {job.rule.name: job for job in workflow.dag.jobs}
@@ -224,46 +234,6 @@ def test_plan_faster_keeps_every_jobs_conda_env(parsed, tmp_path):
         assert job.conda_env_spec == full(job)
     assert str(jobs["fixed"].conda_env_spec.file.get_path_or_uri(secret_free=True)).endswith("env.yaml")
     assert jobs["all"].conda_env_spec is None
-
-
-def test_end_at_once_wakes_the_scheduler_from_a_daemon_timer():
-    """The scheduler's re-evaluation timer no longer holds the process open at exit: a daemon
-    Timer that still wakes the scheduler (releases its semaphore) after the delay."""
-    import threading
-
-    import snakemake.scheduling.job_scheduler as job_scheduler
-
-    adapter.end_at_once()
-    adapter.end_at_once()  # idempotent
-    patched = job_scheduler.JobScheduler._schedule_reevalutation
-    assert not hasattr(patched.full, "full")
-    scheduler = types.SimpleNamespace(_open_jobs=threading.Semaphore(0))
-    before = set(threading.enumerate())
-    patched(scheduler, 0.05)
-    (timer,) = set(threading.enumerate()) - before
-    assert isinstance(timer, threading.Timer) and timer.daemon
-    assert not scheduler._open_jobs.acquire(blocking=False)  # not before the delay
-    assert scheduler._open_jobs.acquire(timeout=5)
-
-
-def test_end_at_once_freezes_the_objects_at_exit_once(tmp_path):
-    """An exit handler freezes the process's objects (the interpreter's last collection then
-    skips them), the handlers registered before it still run, and output is still flushed."""
-    import subprocess
-    import sys
-
-    script = tmp_path / "exit.py"
-    script.write_text(
-        "import atexit, gc, sys\n"
-        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, flush=True))  # runs last\n"
-        "from genomon_smk.plan import snakemake_adapter as adapter\n"
-        "adapter.end_at_once()\n"
-        "adapter.end_at_once()\n"
-        "print('parsed twice')\n"
-        "sys.stdout.write('unflushed')\n"
-    )
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
-    assert result.stdout == "parsed twice\nunflushedfrozen True\n"
 
 
 SMALLER = """
@@ -292,8 +262,8 @@ def test_plan_smaller(parsed, tmp_path, executor):
     import snakemake.iocontainers
     from snakemake.io import AnnotatedString, is_flagged
 
-    adapter.plan_smaller()
-    adapter.plan_smaller()  # idempotent
+    patches.plan_smaller()
+    patches.plan_smaller()  # idempotent
     assert not hasattr(snakemake.iocontainers.Namedlist.__init__.full, "full")
     workflow, _, workflow_api = parsed(text=SMALLER)
     workflow_api.dag().execute_workflow(executor=executor)
@@ -340,7 +310,7 @@ def test_tasks_in_turn():
         order.append(name)
 
     async def run(*steps):
-        async with adapter.TasksInTurn() as group:
+        async with patches.TasksInTurn() as group:
             for name, fail in steps:
                 group.create_task(step(name, fail))
 
@@ -363,7 +333,7 @@ def test_the_pjm_storage_warning_follows_config_cluster(tmp_path, testdata, capf
     assert warned is (cluster == "pjm")
 
 
-def test_job_attempt_and_wrap_resources(parsed):
+def test_job_attempt_and_wrap_resources(parsed, tmp_path):
     """A rule's resource replaced by a function of the attempt, which sees the rule's own value
     and the job's log; rules without a log are left as they are."""
     from snakemake.iocontainers import Wildcards
@@ -392,6 +362,12 @@ rule logged:
     value = resource.evaluate(wildcards, input=[], attempt=3, threads=1, rulename="logged", async_run=None).value
     assert value == 300 and seen == [("mem_mb", "logs/a.log")]
     assert "mem_mb" not in workflow.get_rule("fixed").resources.keys()  # no log, no own mem_mb: left alone
+    # Only the rules of Snakefiles below `under` (as a module: the workflow's own, not the host's).
+    elsewhere, _, _ = parsed(text=text)
+    adapter.wrap_resources(elsewhere, ("mem_mb",), wrap, under=tmp_path / "workflow")
+    assert elsewhere.get_rule("logged").resources["mem_mb"].value == 100
+    adapter.wrap_resources(elsewhere, ("mem_mb",), wrap, under=tmp_path)
+    assert elsewhere.get_rule("logged").resources["mem_mb"].is_evaluable()
 
 
 def test_workflow_dir_module_and_hooks(parsed, tmp_path):

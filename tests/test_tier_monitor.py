@@ -6,6 +6,13 @@ from genomon_smk.runtime.tier_monitor import (COST_FACTOR, INTERMEDIATE, MIN_INT
                                               leftover_report, next_wait, tree_bytes, write_leftovers)
 
 
+def wait_for_samples(monitor, count, limit=60.0):
+    deadline = time.monotonic() + limit
+    while monitor.samples < count:
+        assert time.monotonic() < deadline, f"the monitor took {monitor.samples} sample(s) in {limit} s"
+        time.sleep(0.01)
+
+
 def test_peak_final_leftovers_and_nested_places(tmp_path):
     out = tmp_path / "results"
     places = {"global": str(out), "shared_tmp": str(out / ".tiers" / "shared"), "node_local": "$TMPDIR/x"}
@@ -14,7 +21,9 @@ def test_peak_final_leftovers_and_nested_places(tmp_path):
     monitor.start()
     temp = out / ".tiers" / "shared" / "piece.bam"
     temp.write_bytes(b"x" * 5000)
-    time.sleep(0.2)
+    # Two more samples (the first may have begun before the file was written): counted, not
+    # timed, so a loaded machine only makes the wait longer.
+    wait_for_samples(monitor, monitor.samples + 2)
     temp.unlink()
     (out / "final.bam").write_bytes(b"y" * 300)
     left = out / ".tiers" / "shared" / "left.txt"

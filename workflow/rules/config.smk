@@ -44,7 +44,9 @@ from genomon_smk.plan.samplesheet import InputError, load_cohort, load_schema
 from genomon_smk.steps.fastq_split import chunk_name
 from genomon_smk.steps.post_analysis import case_of
 
-min_version("9.0")
+# The oldest Snakemake the workflow runs on (callable rule priorities came in 9.17; tested in
+# tests/test_other_snakemake.py): pyproject.toml declares the same range.
+min_version("9.17")
 
 SCHEMAS = WORKFLOW_DIR / "schemas"
 

@@ -17,7 +17,7 @@ def at_success():
     report_tier_usage()
     purge_staged_reference()
     release_run_lock()
-    print_run_summary(dry_run=False)
+    print_run_summary()
 
 
 def at_error():

@@ -4,7 +4,8 @@ rule, whose resources it wraps."""
 from genomon_smk.runtime.retries import Attempts, grow_on_retry, watch_failures
 
 RETRY_ATTEMPTS = Attempts()
-grow_on_retry(workflow, RETRY_ATTEMPTS)
+# (only this workflow's rules: as a module, the host's own rules keep their resources)
+grow_on_retry(workflow, RETRY_ATTEMPTS, WORKFLOW_DIR)
 # Snakemake's job error records, as they are logged: the Snakemake process reads why each job
 # failed before it resubmits the job.
 watch_failures(workflow, RETRY_ATTEMPTS)

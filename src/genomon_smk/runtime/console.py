@@ -1,9 +1,10 @@
-"""What the console shows of a run, concise enough to follow: one line per job started (the
-rule, its wildcards, the job id; Snakemake's block of files, reason and resources stays one flag
-away, -p), and the few lines a run (and a dry run) ends with: per pair the calls the final
-filter kept and removed and the SV junctions, where the results, MultiQC and the report are, and
-every warning the plan printed at the start (which has scrolled away by then), naming a pair
-whose filtered result is empty after a warning about it.
+"""The few lines a run (and a dry run) ends with: per pair the calls the final filter kept and
+removed and the SV junctions, where the results, MultiQC and the report are, and every warning
+the plan printed at the start (which has scrolled away by then), naming a pair whose filtered
+result is empty after a warning about it; after a failed run, each failed job, its logs and how
+to resume; and when jobs rerun because input files were replaced, why Snakemake's hint to use
+`--rerun-triggers mtime` is not the way out. The console's line per job is the logger plugin's
+(plugins/snakemake-logger-plugin-genomon), which prints these lines after Snakemake's last.
 
 Read by the main Snakemake process only, from the finished files: it never fails a run (a file
 it cannot read is shown as such).
@@ -35,13 +36,6 @@ class PlanWarning:
 
     text: str
     tumors: frozenset[str] = frozenset()
-
-
-def job_line(fields: dict) -> str:
-    """One line for a job Snakemake starts, from its job-info log record's fields."""
-    wildcards = ", ".join(f"{key}={value}" for key, value in (fields.get("wildcards") or {}).items())
-    kind = "localrule" if fields.get("local") else "rule"
-    return f"{kind} {fields['rule_name']} started{f' ({wildcards})' if wildcards else ''}, jobid {fields['jobid']}"
 
 
 def count_calls(path: str) -> int | None:
@@ -168,8 +162,12 @@ def summary(
 
 def failure_summary(output_dir: str, failed_jobs: dict[str, list[str]], places: dict[str, str]) -> str:
     """The closing lines of a failed run: each failed job (rule: its logs) and how to go on.
-    failed_jobs: rule and job id ("map_reads #12") -> the job's log files."""
-    lines = [f"genomon-smk: the run failed: {len(failed_jobs)} job(s) failed"]
+    failed_jobs: rule and job id ("map_reads #12") -> the job's log files; empty when they are
+    not known here (Snakemake's error messages above name them)."""
+    if failed_jobs:
+        lines = [f"genomon-smk: the run failed: {len(failed_jobs)} job(s) failed"]
+    else:
+        lines = ["genomon-smk: the run failed (Snakemake's error messages above name the failed jobs)"]
     for job, logs in failed_jobs.items():
         lines.append(f"  {job}: " + (", ".join(relative(log, output_dir) for log in logs) or "no log"))
     lines.append(
@@ -178,3 +176,24 @@ def failure_summary(output_dir: str, failed_jobs: dict[str, list[str]], places: 
     )
     lines += place_lines(places, output_dir)
     return "\n".join(lines)
+
+
+def replaced_input_note(samples: list[str], dry_run: bool) -> list[str]:
+    """Lines for the jobs that (will) rerun because a sample's input files were replaced (their
+    fingerprint is a param of the sample's first job, genomon_smk.plan.input_identity): Snakemake
+    then advises `--rerun-triggers mtime`, which would switch that protection off."""
+    if not samples:
+        return []
+    names = sorted(set(samples))
+    shown_names = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    verb = "will rerun" if dry_run else "reran"
+    return [
+        f"genomon-smk: {len(names)} sample(s) {verb} from their first step because their input files were "
+        f"replaced: {shown_names}.",
+        f"  Snakemake's hint {'above' if dry_run else 'for such reruns'}, '--rerun-triggers mtime', would turn off"
+        " the check that found it:",
+        "  a file replaced by `cp -p` or `rsync -a` keeps an old date, and its sample would keep the results of"
+        " the old file. Keep the profile's rerun triggers.",
+        "  If the new files hold the same reads, the rerun gives the same results; to skip it on purpose, clear"
+        " the recorded params of those samples' first outputs with `snakemake --cleanup-metadata FILE...`.",
+    ]

@@ -1,10 +1,11 @@
 """Retries that grow what a job was short of, and no blind retries of anything else.
 
 The cluster profiles set `retries: 1`, and Snakemake resubmits a failed job whatever killed it.
-Here, in the Snakemake process, the failure each executor reports is read as it is logged (the
-message of the Slurm plugin, `SLURM status is: 'TIMEOUT'`; of the PJM plugin, `elapse limit
-exceeded (... PJM CODE 11 ...)`; and the tail of the scheduler's own job log it names, where
-slurmstepd writes `CANCELLED ... DUE TO TIME LIMIT` or `exceeded memory limit`):
+Here, in the Snakemake process, the failure each executor reports is read as it is logged, from
+the executors' data: the Slurm job state the Slurm plugin reports (TIMEOUT, OUT_OF_MEMORY,
+NODE_FAIL), the failure kind the PJM plugin records in its job-failures.jsonl (elapse, memory,
+disk, node); and, where no executor says it (a group job), the tail of the scheduler's own job
+log, where slurmstepd writes `CANCELLED ... DUE TO TIME LIMIT` or `exceeded memory limit`:
 
 - short of run time or memory (LLIO/local disk on PJM): the next attempt asks for that resource
   times (1 + the earlier attempts short of it) -- `runtime` x 2 after one timeout -- whatever
@@ -36,21 +37,28 @@ from dataclasses import dataclass, field
 
 from genomon_smk.plan import snakemake_adapter
 
-# What each resource is called, and the words that say a job ran out of it. Matched
-# case-insensitively in the executor's message and the tail of the job's scheduler log.
-GROWN: dict[str, tuple[str, ...]] = {
-    # Slurm's job states; slurmstepd's notice in the job's log; PJM's end codes 11 (elapse), 12
-    # and 23 (memory), 13 (disk: LLIO localtmp/sharedtmp) as the PJM plugin words them.
-    "runtime": ("'TIMEOUT'", "DUE TO TIME LIMIT", "elapse limit exceeded"),
-    "mem_mb": ("'OUT_OF_MEMORY'", "exceeded memory limit", "oom_kill", "oom-kill", "memory limit exceeded",
-               "killed by the OOM killer"),
-    # ... and the job's own notice (job-shell.sh, genomon_smk.plan.tier_space) of a full
-    # node_local, which on PJM is the LLIO localtmp the profile sizes with pjm_localtmp (a
-    # cluster without that resource retries the job as it was, maybe on a node with more room).
-    "pjm_localtmp": ("disk usage limit exceeded", "genomon-smk: no space left on node_local"),
+# What each executor reports, as data: the Slurm plugin's job state (its message names the state
+# Slurm gave the job: `SLURM status is: 'TIMEOUT'`) and the PJM plugin's failure kind (one JSON
+# line per failed job in its log directory's job-failures.jsonl: elapse, memory, disk, node, ...,
+# from PJM's end code). A state or kind not listed here is a failure that is not retried.
+SLURM_STATES: dict[str, str] = {"TIMEOUT": "runtime", "OUT_OF_MEMORY": "mem_mb", "NODE_FAIL": "node",
+                                "BOOT_FAIL": "node"}
+PJM_KINDS: dict[str, str] = {"elapse": "runtime", "memory": "mem_mb", "disk": "pjm_localtmp", "node": "node"}
+NODE = "node"  # (a failure of the machine, not of the job: retried as it was)
+_SLURM_STATE = re.compile(r"SLURM status is: '([A-Z_]+)'")
+PJM_FAILURES_FILE = "job-failures.jsonl"  # snakemake_executor_plugin_pjm.FAILURES_FILE
+# The job logs' own words, for what no executor reports: a group job's Slurm log (Snakemake 9
+# drops the executor's message of a group job), where slurmstepd writes why it ended the job, and
+# the job's own notice of a full node_local (job-shell.sh, genomon_smk.plan.tier_space), which on
+# PJM is the LLIO localtmp the profile sizes with pjm_localtmp (a cluster without that resource
+# retries the job as it was, maybe on a node with more room). Matched case-insensitively.
+LOG_WORDS: dict[str, tuple[str, ...]] = {
+    "runtime": ("DUE TO TIME LIMIT",),
+    "mem_mb": ("exceeded memory limit", "oom_kill", "oom-kill"),
+    "pjm_localtmp": ("genomon-smk: no space left on node_local",),
 }
-# A failure of the machine, not of the job: retried as it was.
-NODE_FAILURE = ("'NODE_FAIL'", "'BOOT_FAIL'", "node down", "ICC (interconnect) error", "HA failure")
+# The resources a retry grows.
+GROWN = ("runtime", "mem_mb", "pjm_localtmp")
 # How much of a job's scheduler log (its end) is read for the words above.
 LOG_TAIL_BYTES = 8192
 MARKER_DIR = ".snakemake/genomon-retry"
@@ -70,19 +78,53 @@ class Failure:
         return bool(self.short_of) or self.node
 
 
-def classify(reported: str) -> Failure:
-    """The Failure an executor's message (plus the tail of the job's scheduler log) tells."""
-    text = reported.lower()
-    short = frozenset(name for name, signs in GROWN.items() if any(sign.lower() in text for sign in signs))
-    node = any(sign.lower() in text for sign in NODE_FAILURE)
-    return Failure(short, node, reported.strip())
+def slurm_state(reported: str) -> str | None:
+    """The Slurm job state the Slurm plugin's error message names, or None."""
+    found = _SLURM_STATE.search(reported or "")
+    return found.group(1) if found else None
 
 
-def log_tail(path: str) -> str:
-    """The last LOG_TAIL_BYTES of a file, "" if it cannot be read."""
+def classify(reported: str, kind: str | None = None, log_text: str = "") -> Failure:
+    """The Failure of one attempt: from the executor's data (the Slurm state in its message, the
+    PJM plugin's failure kind) and, for what they do not say, the job logs' own words."""
+    levers = set()
+    state = slurm_state(reported)
+    if state in SLURM_STATES:
+        levers.add(SLURM_STATES[state])
+    if kind in PJM_KINDS:
+        levers.add(PJM_KINDS[kind])
+    text = log_text.lower()
+    levers |= {name for name, words in LOG_WORDS.items() if any(word.lower() in text for word in words)}
+    return Failure(frozenset(levers - {NODE}), NODE in levers, (reported or "").strip())
+
+
+def pjm_failure_kind(logs) -> str | None:
+    """The failure kind the PJM plugin recorded for this failed job: its record in the
+    job-failures.jsonl beside the job's PJM logs (LOGDIR/NAME.PJMID.out/.err, listed among the
+    error record's logs), found by its PJM job id; None when there is none (another executor),
+    or it has no kind."""
+    for path in logs or ():
+        path = first_log([path])
+        failures = os.path.join(os.path.dirname(path), PJM_FAILURES_FILE)
+        if not os.path.exists(failures):
+            continue
+        name = os.path.basename(path)
+        for line in reversed(log_tail(failures, 256 * 1024).splitlines()):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            job_id = str(record.get("pjm_jobid", ""))
+            if job_id and name.endswith((f".{job_id}.out", f".{job_id}.err")):
+                return record.get("kind")
+    return None
+
+
+def log_tail(path: str, size: int = LOG_TAIL_BYTES) -> str:
+    """The last `size` bytes of a file, "" if it cannot be read."""
     try:
         with open(path, "rb") as handle:
-            handle.seek(max(0, os.path.getsize(path) - LOG_TAIL_BYTES))
+            handle.seek(max(0, os.path.getsize(path) - size))
             return handle.read().decode(errors="replace")
     except OSError:
         return ""
@@ -232,10 +274,9 @@ class FailureHandler(logging.Handler):
         log = first_log(logs)
         if log is None:
             return
-        failure = classify(message)
-        if not failure.retried:
-            # The scheduler's log (listed after the rule's own) may say what the message does not.
-            failure = classify(message + "\n" + "".join(log_tail(first_log([path])) for path in list(logs)[1:]))
+        # The scheduler's logs (listed after the rule's own) may say what the executor does not.
+        log_text = "\n".join(log_tail(first_log([path])) for path in list(logs)[1:])
+        failure = classify(message, pjm_failure_kind(list(logs)[1:]), log_text)
         named = ", ".join(first_log([path]) for path in logs)
         self.attempts.failed(log, Failure(failure.short_of, failure.node, f"{message.strip()} [logs: {named}]"))
         if failure.retried:  # (a refused retry explains itself when its job process stops)
@@ -253,13 +294,14 @@ def watch_failures(workflow, attempts: Attempts) -> None:
         logger.addHandler(FailureHandler(attempts))
 
 
-def grow_on_retry(workflow, attempts: Attempts) -> None:
+def grow_on_retry(workflow, attempts: Attempts, under=None) -> None:
     """Make every rule's run time, memory and PJM local disk grow on the attempts after one short
     of them, and make the job process of an attempt after a failure that is not retried fail at
     once (refusal). Call once all rules are defined (the resources Snakemake ends with: after
-    default-resources, the rule's own and set-resources; snakemake_adapter.wrap_resources)."""
+    default-resources, the rule's own and set-resources; snakemake_adapter.wrap_resources).
+    under: the workflow's directory, so that a host workflow's own rules are left as they are."""
     snakemake_adapter.wrap_resources(
-        workflow, tuple(GROWN), lambda name, value, log_of: grown(name, value, log_of, attempts, workflow)
+        workflow, tuple(GROWN), lambda name, value, log_of: grown(name, value, log_of, attempts, workflow), under
     )
 
 

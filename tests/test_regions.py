@@ -75,14 +75,15 @@ def test_mutation_regions_keep_a_genome_that_has_enough_regions():
     assert mutation_regions(regions, min_regions=8) == [r for r in regions if not r.is_unmapped]
 
 
-def test_auto_mutation_pieces_follow_a_local_runs_cores_up_to_four():
-    from genomon_smk.plan.regions import min_mutation_regions
+def test_auto_mutation_pieces_follow_the_genome_not_the_cores():
+    from genomon_smk.plan.regions import AUTO_PIECE_BP, min_mutation_regions
 
-    assert [min_mutation_regions("auto", cores) for cores in (1, 2, 3, 4, 48)] == [1, 2, 3, 4, 4]
-    assert min_mutation_regions("auto", None) == 4  # a cluster
-    assert min_mutation_regions(6, 2) == 6 and min_mutation_regions(1, None) == 1
+    # The bench's 5 Mb genome in two pieces, a larger one in four, a tiny one left whole.
+    assert [min_mutation_regions("auto", bp) for bp in (180_000, 5_000_000, 7_999_999, 8_000_000, 3_000_000_000)] \
+        == [1, 2, 3, 4, 4]
+    assert min_mutation_regions(6, 180_000) == 6 and min_mutation_regions(1, 10**9) == 1
     regions = derive_regions(CONTIGS, max_length=200_000, pack_bp=50_000)
-    assert len(mutation_regions(regions, min_mutation_regions("auto", 2))) == 2
+    assert len(mutation_regions(regions, min_mutation_regions("auto", 2 * AUTO_PIECE_BP))) == 2
 
 
 def test_region_table_round_trip(tmp_path):

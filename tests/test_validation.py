@@ -33,7 +33,7 @@ def refusal(directory, testdata, env, prefix=(), **overrides):
     result = subprocess.run(command, cwd=RUN_DIR, capture_output=True, text=True, env=env)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-3000:]
-    assert "invalid input" in output or "WorkflowError" in output, output[-3000:]
+    assert "invalid input" in output or "invalid config" in output or "WorkflowError" in output, output[-3000:]
     assert not (directory / "results").exists()
     return output
 
@@ -64,6 +64,7 @@ def test_a_misspelled_config_key_is_named_with_its_line_and_the_key_meant(tmp_pa
                 if text.startswith("mutation_utils:"))
     assert f"config.yaml:{line}: key 'mutation_utils': unknown key (did you mean 'mutation_util'?)" in output
     assert "$schema" not in output and len(output.splitlines()) < 40, output  # not jsonschema's dump
+    assert "WorkflowError" not in output and "Traceback" not in output, output  # the problem alone
 
 
 CONFIG_SCHEMA = load_schema(str(REPO / "workflow" / "schemas"), "config")

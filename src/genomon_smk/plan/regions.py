@@ -20,7 +20,7 @@ import math
 import sys
 from dataclasses import dataclass
 
-from genomon_smk.plan.rules import auto_count
+from genomon_smk.plan.rules import AUTO
 
 UNMAPPED = "unmapped"
 
@@ -113,15 +113,21 @@ def split_intervals(intervals: tuple[Interval, ...], parts: int) -> list[tuple[I
     return [run for run in runs if run]
 
 
-#: the most mutation pieces `auto` asks for (a cluster's count, where the cores are unknown)
+#: the most mutation pieces `auto` asks for
 AUTO_MOST = 4
+#: the fewest bases of a piece `auto` cuts: a smaller piece costs its tools' start (interpreter,
+#: numpy, pysam, scipy: about 0.3 s) more than its calls (the bench's 5 Mb genome: two pieces)
+AUTO_PIECE_BP = 2_000_000
 
 
-def min_mutation_regions(configured: int | str, cores: int | None) -> int:
-    """The config's `regions.min_mutation_regions`: a number, or `auto`: a local run's cores, at
-    most AUTO_MOST (a pair of a small genome on two cores in two jobs, each paying its tools'
-    start once, instead of four), AUTO_MOST on a cluster (cores None)."""
-    return auto_count(configured, cores, share=1, most=AUTO_MOST, without_cores=AUTO_MOST)
+def min_mutation_regions(configured: int | str, genome_bp: int) -> int:
+    """The config's `regions.min_mutation_regions`: a number, or `auto`: the genome's bases in
+    pieces of at least AUTO_PIECE_BP, at most AUTO_MOST. The same for a reference and config on
+    every run, whatever its --cores or profile: the cut is part of what the mutation jobs are
+    (their names and regions), and another cut would rerun them all for the same calls."""
+    if configured != AUTO:
+        return int(configured)
+    return max(1, min(AUTO_MOST, genome_bp // AUTO_PIECE_BP))
 
 
 def mutation_regions(regions: list[Region], min_regions: int) -> list[Region]:

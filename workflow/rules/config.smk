@@ -31,7 +31,14 @@ from genomon_smk.plan.hotspot import hotspot_db_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan import pmsignature as pmsignature_plan
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
-from genomon_smk.plan.regions import min_mutation_regions, mutation_regions, regions_of
+from genomon_smk.plan.regions import (
+    interval_list_regions,
+    min_mutation_regions,
+    mutation_contigs,
+    mutation_regions,
+    only_contigs,
+    regions_of,
+)
 from genomon_smk.plan.tool_options import CHECKED as CHECKED_OPTIONS
 from genomon_smk.plan.tool_options import tool_option_problems
 from genomon_smk.plan.setup_build import (
@@ -266,12 +273,18 @@ try:
         # The files were checked by the main process before any job was submitted.
         check_files=MAIN_PROCESS,
     )
+    REGION_FILE = (
+        config_path(config["regions"]["file"]) if config["regions"]["file"] else None
+    )
     REGIONS = regions_of(
         CONTIGS,
-        config_path(config["regions"]["file"]) if config["regions"]["file"] else None,
+        REGION_FILE,
         config["regions"]["max_length"],
         config["regions"]["pack_bp"],
     )
+    # Where mutations are called: a Genomon interval list's lines as listed; else the regions
+    # (on a GRCh37/hg19 reference with decoys its chromosomes only: regions.mutation_contigs).
+    LISTED_REGIONS = interval_list_regions(REGION_FILE, CONTIGS) if REGION_FILE else None
 except (InputError, ValueError) as error:
     REFUSALS.append(f"invalid input ({CONFIG_FILE}):\n    " + str(error).replace("\n", "\n    "))
     refuse_if_any()
@@ -361,13 +374,16 @@ SV_PANELS = {
 REGION_NAMES = [region.name for region in REGIONS]
 # Reads without a position carry no mutations: the mutation stage skips the unmapped region
 # (and cuts the regions of a small genome finer, regions.min_mutation_regions).
+CALLED_REGIONS = LISTED_REGIONS or only_contigs(
+    REGIONS, mutation_contigs(CONTIGS, config["regions"]["mutation_contigs"])
+)
 MUTATION_REGIONS = {
     region.name: region
     for region in mutation_regions(
-        REGIONS,
+        CALLED_REGIONS,
         min_mutation_regions(
             config["regions"]["min_mutation_regions"],
-            sum(i.end - i.start for region in REGIONS for i in region.intervals),
+            sum(i.end - i.start for region in CALLED_REGIONS for i in region.intervals),
         ),
     )
 }

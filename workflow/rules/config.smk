@@ -118,9 +118,7 @@ if isinstance(config.get("genomon_config"), str):
         )
     except (OSError, ValueError) as error:
         REFUSALS.append(
-            key_problem(
-                ("genomon_config",), f"cannot be read: {error}", CONFIG_FILES
-            )
+            key_problem(("genomon_config",), f"cannot be read: {error}", CONFIG_FILES)
         )
 if GENOMON:
     REFUSALS.extend(GENOMON.problems)
@@ -133,7 +131,11 @@ GENOMON_ORIGINS = GENOMON.origins if GENOMON else {}
 def config_key_problem(path, message):
     """A problem of a config key, where the run's config says it (key_problem)."""
     return key_problem(
-        path, message, CONFIG_FILES, command_line=COMMAND_LINE_KEYS, origins=GENOMON_ORIGINS
+        path,
+        message,
+        CONFIG_FILES,
+        command_line=COMMAND_LINE_KEYS,
+        origins=GENOMON_ORIGINS,
     )
 
 
@@ -284,9 +286,12 @@ try:
     )
     # Where mutations are called: a Genomon interval list's lines as listed; else the regions
     # (on a GRCh37/hg19 reference with decoys its chromosomes only: regions.mutation_contigs).
-    LISTED_REGIONS = interval_list_regions(REGION_FILE, CONTIGS) if REGION_FILE else None
+    LISTED_REGIONS = (
+        interval_list_regions(REGION_FILE, CONTIGS) if REGION_FILE else None
+    )
 except (InputError, ValueError) as error:
-    REFUSALS.append(f"invalid input ({CONFIG_FILE}):\n    " + str(error).replace("\n", "\n    "))
+    INDENTED = str(error).replace("\n", "\n    ")
+    REFUSALS.append(f"invalid input ({CONFIG_FILE}):\n    {INDENTED}")
     refuse_if_any()
 
 SAMPLES = COHORT.samples

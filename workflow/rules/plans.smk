@@ -4,6 +4,11 @@ the panels, imported BAMs, PJM storage and the SV annotation's contig names."""
 
 from genomon_smk.plan import panel_power
 from genomon_smk.plan.config_check import merged_options
+from genomon_smk.plan.input_identity import (
+    changed_inputs,
+    held_inputs,
+    read_record,
+)
 from genomon_smk.plan.reference import sv_annotation_naming_problem
 from genomon_smk.runtime.console import PlanWarning
 from genomon_smk.plan.samplesheet import imported_name_warnings, panel_normal_warnings
@@ -180,6 +185,28 @@ if MAIN_PROCESS:
         )
 
 
+# The input files this run's samples are mapped from, recorded when a run starts (rules/hooks.smk):
+# the next plan names each one that changed since, and whether its reads are the same.
+INPUTS_RECORD = f"{LOG_DIR}/inputs_held.json"
+INPUTS_HELD = (
+    held_inputs(
+        dict.fromkeys(
+            path for sample in MAPPED_SAMPLES for path in sample_reads(sample)
+        )
+    )
+    if MAIN_PROCESS
+    else {}
+)
+if MAIN_PROCESS:
+    CHANGED_INPUTS = changed_inputs(read_record(INPUTS_RECORD), INPUTS_HELD)
+    if CHANGED_INPUTS:
+        print(
+            "Input files changed since the last run (their samples are mapped again):\n"
+            + "\n".join(CHANGED_INPUTS),
+            file=sys.stderr,
+        )
+
+
 def sample_depth(member, genome_length):
     """A panel member's or sample's estimated depth (a BAM path, or a sample of the cohort)."""
     if member.endswith(".bam"):
@@ -207,7 +234,12 @@ def eb_pval_fix(key, best_score):
     if value is None:
         return None
     if any(
-        isinstance(value_at(yaml.safe_load(Path(name).read_text()) or {}, ("mutation_util", key)), str)
+        isinstance(
+            value_at(
+                yaml.safe_load(Path(name).read_text()) or {}, ("mutation_util", key)
+            ),
+            str,
+        )
         for name in CONFIG_FILES
     ):
         merged = merged_options(config["mutation_util"][key], {"--eb_pval": value})

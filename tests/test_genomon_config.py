@@ -55,7 +55,7 @@ def test_flags_are_genomons_literal_true_and_annovar_keys_follow_its_flag(tmp_pa
                    "[paplot]\ninclude_unpair = true\n[mystery]\nkey = 1\n")
     read = genomon_config.read_genomon_config(str(cfg))
     assert read.config["hotspot_db"] is None  # the hotspot call off, as Genomon's flag says
-    assert read.config["annotation"] == {"tool": "annovar", "annovar_dir": "/opt/annovar", "annovar_buildver": "hg19",
+    assert read.config["annotation"] == {"enable": True, "tool": "annovar", "annovar_dir": "/opt/annovar", "annovar_buildver": "hg19",
                                          "annovar_database": str(tmp_path / "humandb"),
                                          "table_annovar_params": "-buildver hg19 -remove"}
     assert read.problems == [f"{cfg}:14: [paplot] include_unpair: 'true': Genomon reads only `True` as on; write True or False"]

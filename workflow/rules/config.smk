@@ -114,7 +114,12 @@ GENOMON = None
 if isinstance(config.get("genomon_config"), str):
     try:
         GENOMON = genomon_config.read_genomon_config(
-            str((CONFIG_DIR / os.path.expanduser(config["genomon_config"])).resolve())
+            str(
+                (
+                    CONFIG_DIR
+                    / os.path.expanduser(os.path.expandvars(config["genomon_config"]))
+                ).resolve()
+            )
         )
     except (OSError, ValueError) as error:
         REFUSALS.append(

@@ -185,8 +185,9 @@ def read_genomon_config(path: str) -> GenomonConfig:
     hotspot = flags.get(("hotspot", "active_hotspot_flag"), True)  # Genomon's default cfg: True
     annovar = flags.get(("annotation", "active_annovar_flag"), False)
     if annovar:
-        set_at(result.config, ("annotation", "tool"), "annovar")
-        result.origins[("annotation", "tool")] = f"{path}: [annotation] active_annovar_flag"
+        for key, value in (("enable", True), ("tool", "annovar")):
+            set_at(result.config, ("annotation", key), value)
+            result.origins[("annotation", key)] = f"{path}: [annotation] active_annovar_flag"
     for section, key, value, line, written in entries:
         where = f"{path}:{line}: {written}"
         if (section, key) in FLAGS:

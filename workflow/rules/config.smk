@@ -367,7 +367,7 @@ def sv_parsed():
             if parsed.setdefault(name, member) != member or (
                 name != member and name in SAMPLES
             ):
-                raise WorkflowError(
+                REFUSALS.append(
                     f"SV detection: panel BAM {member} would share the name '{name}' with another "
                     "sample or panel BAM in sv/; rename one of them"
                 )

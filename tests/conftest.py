@@ -272,6 +272,9 @@ def parse_workflow(*configs, cores=2, command_line=None):
     0.2 s where a `snakemake` process takes seconds to start (the fast lane's refusal tests).
     command_line: --config values, as Snakemake's parser gives them. Returns the parsed Workflow."""
     from snakemake.api import SnakemakeApi
+    from snakemake.exceptions import WorkflowError
+
+    from genomon_smk.plan.config_check import ConfigRefused
     from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings, StorageSettings
 
     cwd = os.getcwd()  # the API changes to the working directory
@@ -290,7 +293,10 @@ def parse_workflow(*configs, cores=2, command_line=None):
                 snakefile=REPO / "workflow" / "Snakefile",
                 workdir=RUN_DIR,
             )
-            workflow_api.dag()
+            try:
+                workflow_api.dag()
+            except ConfigRefused as refused:  # printed and exit 1 in a snakemake process
+                raise WorkflowError(str(refused)) from None
             return workflow_api._workflow
     finally:
         os.chdir(cwd)

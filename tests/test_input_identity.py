@@ -3,6 +3,7 @@ for two samples is refused before any job, naming both sheet lines; a panel memb
 pair's tumor is refused (its normal: warned about); a FASTQ replaced under its name with an
 older date reruns its sample."""
 
+import gzip
 import os
 import re
 import shutil
@@ -13,7 +14,8 @@ import pysam
 import pytest
 
 from conftest import run_snakemake, write_config
-from genomon_smk.plan.input_identity import HEAD_TAIL_BYTES, fingerprint
+from genomon_smk.plan.input_identity import (HEAD_TAIL_BYTES, changed_inputs, fingerprint, gzip_content_id,
+                                             held_inputs, read_record, record_inputs)
 from genomon_smk.plan import samplesheet
 from genomon_smk.plan.samplesheet import InputError, load_cohort
 
@@ -164,16 +166,45 @@ def test_a_fastq_replaced_under_its_name_with_an_older_date_reruns_its_sample(tm
     counts = str(tmp_path / "results" / "qc" / "tumor" / "tumor.fastq_counts.json")
     run_snakemake(config, counts, env=no_slurm_probe)
     assert "Nothing to be done" in run_snakemake(config, counts, "-n", env=no_slurm_probe).stdout
+    # The same reads compressed again (another level, another date): the plan says so.
+    recompressed = fastq / "tumor_L1_R1.fastq.gz"
+    recompressed.write_bytes(gzip.compress(gzip.decompress(recompressed.read_bytes()), compresslevel=1))
+    plan = run_snakemake(config, counts, "-n", env=no_slurm_probe).stderr
+    assert f"{recompressed}: changed since the last run, the same reads by gzip's CRC-32 and length" in plan, plan
     for mate in (1, 2):  # another lane's reads, dated a year before the first run
         replaced = fastq / f"tumor_L1_R{mate}.fastq.gz"
         shutil.copy(fastq / f"tumor_L2_R{mate}.fastq.gz", replaced)
         os.utime(replaced, (os.path.getmtime(counts) - 365 * 86400,) * 2)
-    dry_run = run_snakemake(config, counts, "-n", env=no_slurm_probe).stdout
-    assert re.search(r"params have changed since last execution:\s+split_fastq\n", dry_run), dry_run
+    dry_run = run_snakemake(config, counts, "-n", env=no_slurm_probe)
+    assert re.search(r"params have changed since last execution:\s+split_fastq\n", dry_run.stdout), dry_run.stdout
+    assert f"{fastq / 'tumor_L1_R2.fastq.gz'}: changed since the last run, other reads" in dry_run.stderr
     # Snakemake's hint (--rerun-triggers mtime) would switch this check off: the summary says so.
-    closing = dry_run[dry_run.index("This was a dry-run"):]
+    closing = dry_run.stdout[dry_run.stdout.index("This was a dry-run"):]
     assert ("genomon-smk: 1 sample(s) will rerun from their first step because their input files were replaced: "
             "tumor." in closing and "'--rerun-triggers mtime', would turn off the check" in closing), closing
+
+
+def test_a_gzip_files_content_id_is_its_trailers_and_a_changed_input_is_named(tmp_path):
+    plain, again, other = tmp_path / "a.fq.gz", tmp_path / "b.fq.gz", tmp_path / "c.fq.gz"
+    plain.write_bytes(gzip.compress(b"@r/1\nACGT\n+\nIIII\n", compresslevel=9))
+    again.write_bytes(gzip.compress(b"@r/1\nACGT\n+\nIIII\n", compresslevel=1))
+    other.write_bytes(gzip.compress(b"@r/1\nACGA\n+\nIIII\n"))
+    assert gzip_content_id(str(plain)) == gzip_content_id(str(again)) != gzip_content_id(str(other))
+    bgzf = tmp_path / "d.fq.gz"
+    (tmp_path / "x.txt").write_text("x\n")
+    pysam.tabix_compress(str(tmp_path / "x.txt"), str(bgzf))
+    assert gzip_content_id(str(bgzf)) is None  # bgzip's empty last block says nothing
+    assert gzip_content_id(str(tmp_path / "missing.gz")) is None
+    before = held_inputs([str(plain)])
+    assert changed_inputs(before, held_inputs([str(plain)])) == []
+    plain.write_bytes(again.read_bytes())
+    assert "the same reads" in changed_inputs(before, held_inputs([str(plain)]))[0]
+    plain.write_bytes(other.read_bytes())
+    assert "other reads" in changed_inputs(before, held_inputs([str(plain)]))[0]
+    assert changed_inputs({}, held_inputs([str(plain)])) == []  # no earlier run: nothing to say
+    record = tmp_path / "logs" / "inputs_held.json"
+    record_inputs(str(record), before)
+    assert read_record(str(record)) == before and read_record(str(tmp_path / "none.json")) == {}
 
 
 def test_a_bam_to_convert_replaced_under_its_name_with_an_older_date_reruns_its_sample(tmp_path, testdata,

@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import subprocess
 import sys
 
 import pysam
@@ -156,3 +157,18 @@ def test_retuning_a_final_filter_reruns_only_the_filter_and_what_reads_it(pipeli
     planned = retuned_jobs(pipeline_run.parent / "config" / "config.yaml", section, key, value)
     assert set(planned) == set(jobs)
     assert all(count == 1 for count in planned.values())
+
+
+def test_another_cores_or_profile_plans_no_job_after_a_finished_run(pipeline_run, no_slurm_probe):
+    """Results do not depend on --cores or the profile: a dry run of the finished default run
+    with one core, four, or the Slurm profile plans nothing (no params, regions or thread counts
+    that differ)."""
+    from conftest import MADE_IN, SNAKEMAKE, job_stats
+
+    config = pipeline_run.parent / "config" / "config.yaml"
+    made_in = (config.parent / MADE_IN).read_text()
+    for profile, cores in (("profiles/local", "1"), ("profiles/local", "4"), ("profiles/slurm", "2")):
+        command = [SNAKEMAKE, "--profile", profile, "--configfile", str(config), "--cores", cores, "-n"]
+        result = subprocess.run(command, cwd=made_in, capture_output=True, text=True, env=no_slurm_probe)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert job_stats(result.stdout + result.stderr) == {}, (profile, cores, result.stdout[-3000:])

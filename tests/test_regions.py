@@ -75,14 +75,15 @@ def test_mutation_regions_keep_a_genome_that_has_enough_regions():
     assert mutation_regions(regions, min_regions=8) == [r for r in regions if not r.is_unmapped]
 
 
-def test_auto_mutation_pieces_follow_a_local_runs_cores_up_to_four():
-    from genomon_smk.plan.regions import min_mutation_regions
+def test_auto_mutation_pieces_follow_the_genome_not_the_cores():
+    from genomon_smk.plan.regions import AUTO_PIECE_BP, min_mutation_regions
 
-    assert [min_mutation_regions("auto", cores) for cores in (1, 2, 3, 4, 48)] == [1, 2, 3, 4, 4]
-    assert min_mutation_regions("auto", None) == 4  # a cluster
-    assert min_mutation_regions(6, 2) == 6 and min_mutation_regions(1, None) == 1
+    # The bench's 5 Mb genome in two pieces, a larger one in four, a tiny one left whole.
+    assert [min_mutation_regions("auto", bp) for bp in (180_000, 5_000_000, 7_999_999, 8_000_000, 3_000_000_000)] \
+        == [1, 2, 3, 4, 4]
+    assert min_mutation_regions(6, 180_000) == 6 and min_mutation_regions(1, 10**9) == 1
     regions = derive_regions(CONTIGS, max_length=200_000, pack_bp=50_000)
-    assert len(mutation_regions(regions, min_mutation_regions("auto", 2))) == 2
+    assert len(mutation_regions(regions, min_mutation_regions("auto", 2 * AUTO_PIECE_BP))) == 2
 
 
 def test_region_table_round_trip(tmp_path):
@@ -168,3 +169,44 @@ def test_bad_region_files_are_refused(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
         regions_from_file(str(path), [("1", 1000), ("2", 500)], 50_000_000, 10_000_000)
+
+
+# --- where mutations are called (Genomon's interval list; GRCh37 with decoys)
+
+GRCH37_DECOY = [(str(n), 249_250_621 if n == 1 else 1_000_000) for n in range(1, 23)] + [
+    ("X", 1_000_000), ("Y", 1_000_000), ("MT", 16_569), ("GL000207.1", 4_262), ("hs37d5", 35_477_943),
+    ("NC_007605", 171_823)]
+
+
+def test_an_interval_lists_lines_are_the_mutation_regions_and_nothing_else(tmp_path):
+    from genomon_smk.plan.regions import interval_list_regions
+
+    listed = tmp_path / "genome.interval_list"
+    # Genomon's form: 1-based, adjacent lines share their boundary base; gl1, gl2 and chrM left out.
+    listed.write_text("chr1:1-50000\nchr1:50000-100000\nchr2:1-30000\n")
+    regions = interval_list_regions(str(listed), CONTIGS)
+    assert [(r.name, [(i.contig, i.start, i.end) for i in r.intervals]) for r in regions] == [
+        ("r0001", [("chr1", 0, 50_000)]), ("r0002", [("chr1", 50_000, 100_000)]), ("r0003", [("chr2", 0, 30_000)])]
+    assert mutation_regions(regions, 1) == regions  # no unmapped region, nothing completed
+    bed = tmp_path / "regions.bed"
+    bed.write_text("chr1\t0\t100000\n")
+    assert interval_list_regions(str(bed), CONTIGS) is None  # a BED file's regions are markdup's too
+    listed.write_text("chr1:1-50000\nchr1:40000-60000\nchr9:1-10\n")
+    with pytest.raises(ValueError, match="overlaps another line(.|\n)*'chr9' is not in the reference"):
+        interval_list_regions(str(listed), CONTIGS)
+
+
+def test_grch37_with_decoys_calls_mutations_on_its_chromosomes_only_unless_all():
+    from genomon_smk.plan.regions import mutation_contigs, only_contigs, primary_contigs
+
+    kept = mutation_contigs(GRCH37_DECOY, "auto")
+    assert kept == {*map(str, range(1, 23)), "X", "Y", "MT"}
+    assert mutation_contigs(GRCH37_DECOY, "all") is None
+    hg19 = [("chr" + name if name != "MT" else "chrM", length) for name, length in GRCH37_DECOY[:25]] + [("chrUn_gl000220", 161_802)]
+    assert "chrM" in primary_contigs(hg19) and "chrUn_gl000220" not in primary_contigs(hg19)
+    assert primary_contigs(GRCH37_DECOY[:25]) is None  # no decoys: nothing to leave out
+    assert mutation_contigs(CONTIGS, "auto") is None  # not GRCh37: every contig
+    regions = derive_regions(GRCH37_DECOY, max_length=50_000_000, pack_bp=10_000_000)
+    called = mutation_regions(only_contigs(regions, kept), 1)
+    assert {i.contig for r in called for i in r.intervals} == kept
+    assert not any(i.contig in ("hs37d5", "GL000207.1", "NC_007605") for r in called for i in r.intervals)

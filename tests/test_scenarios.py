@@ -63,7 +63,8 @@ def ran_jobs(results, rule):
 def test_every_scenario_directory_is_run_by_a_test():
     tested = {"config", "config-pair", "config-tumor-panel", "config-tumor-only", "config-shared-normal",
               "config-panel-bams", "config-genomon-sheet", "config-trimmed",
-              "config-hotspot"}  # tests/test_hotspot_workflow.py
+              "config-hotspot",  # tests/test_hotspot_workflow.py
+              "config-genomon-cfg"}
     assert set(SCENARIO_DIRS) == tested
 
 
@@ -251,3 +252,31 @@ def test_genomon_classic_sheet_with_every_dna_section(scenario_root, pipeline_ru
     # paplot; pmsignature: the cohort's positions, ind K = 2..6, full K = 2..3. --forceall also
     # forces the background's set-up job, which the plan (of what is still to build) no longer counts.
     assert planned == counted - 1 == 128
+
+
+def test_a_genomon_sites_dna_genomon_cfg_and_sheet_run_as_they_are(scenario_root, pipeline_run, testdata):
+    """.test/config-genomon-cfg: three config lines naming Genomon's public dna_genomon.cfg (paths
+    replaced) and a Genomon sheet, on the default run's BAMs: the cfg's interval list (no chr3),
+    databases and parameters take effect, and its keys without a counterpart are listed once."""
+    results, run = run_scenario(scenario_root, "config-genomon-cfg", reuse=["tumor", "normal", *PANEL])
+    listed = run.stderr[run.stderr.index("genomon_config "):]
+    assert "[bwa_mem] qsub_option" in listed and "profile's resources" in listed
+    assert run.stderr.count("[markduplicates] java_memory") == 1
+    header, rows = result_rows(result(results, "tumor", ".txt"))
+    # The interval list: mutations on chr1 and chr2 only, chr1's shared boundary base called once.
+    assert {row["Chr"] for row in rows} == {"chr1", "chr2"}
+    assert len({(r["Chr"], r["Start"], r["Ref"], r["Alt"]) for r in rows}) == len(rows)
+    assert ran_jobs(results, "identify_mutations/tumor") == ["r0001", "r0002", "r0003"]
+    # [fisher_mutation_call] --min_depth 10 (Genomon's 8); [mutation_util] --eb_pval 0.8 (a
+    # three-normal panel: Genomon's 4.0 would keep nothing); the simple-repeat and hotspot databases.
+    assert EB_COLUMN in header and min(int(row["depth_tumor"]) for row in rows) >= 10
+    _, filtered = result_rows(result(results, "tumor", ".filt.txt"))
+    truth = {(c, s) for c, s in clonal_snvs(testdata) if c != "chr3"}
+    assert snv_recall(filtered, truth) >= 0.9
+    assert "score(hotspot)" in header  # the cfg's hotspot_db, its flag True
+    # The cfg's prepared simple-repeat database: the default run's (built from the same table)
+    # columns at every site both called.
+    _, default_rows = result_rows(result(pipeline_run, "tumor", ".txt"))
+    repeats = {(r["Chr"], r["Start"]): r["simple_repeat_pos"] for r in default_rows}
+    both = [r for r in rows if (r["Chr"], r["Start"]) in repeats]
+    assert both and all(r["simple_repeat_pos"] == repeats[(r["Chr"], r["Start"])] for r in both)

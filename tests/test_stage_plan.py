@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import REPO, SCENARIO_DIRS, job_stats, run_snakemake, write_config
+from conftest import REPO, SCENARIO_DIRS, job_stats, parse_workflow, run_snakemake, write_config
 from genomon_smk.plan.stage_plan import (
     STAGES,
     TARGET_RULE,
@@ -235,16 +235,17 @@ def test_stage_plan_totals_equal_snakemakes_in_every_scenario(tmp_path, testdata
 
 
 @pytest.mark.workflow
-def test_a_small_genome_cut_for_the_runs_cores_says_so_in_the_plan(tmp_path, testdata):
-    """regions.min_mutation_regions auto: three regions on 4 cores are cut (into 5 pieces of at
-    most a quarter of the genome), and the plan says another --cores cuts again (and reruns the
-    calls); on 2 cores they are enough; a number cuts the same on any run and needs no such line."""
+def test_a_small_genomes_mutation_cut_is_the_same_on_any_cores_or_profile(tmp_path, testdata):
+    """regions.min_mutation_regions auto: the cut is the genome's (the test genome is too small to
+    cut), the same with --cores 1, 4 and on a cluster; a number cuts, and the plan says so."""
     regions = {"max_length": 100_000, "pack_bp": 0}  # the .test contigs: three regions
     config = write_config(tmp_path, testdata, regions=regions)
-    four = run_snakemake(config, "-n", "--cores", "4").stderr
-    assert "(5 for mutations)" in four and "cut into 5 pieces for this run's cores" in four
-    two = run_snakemake(config, "-n").stderr
-    assert "(3 for mutations)" in two and "for this run's cores" not in two
+    cuts = [
+        list(parse_workflow(config, cores=cores).globals["MUTATION_REGIONS"].values())
+        for cores in (1, 4)
+    ]
+    cluster = parse_workflow(config, command_line={"cluster": "slurm"}).globals["MUTATION_REGIONS"]
+    assert cuts[0] == cuts[1] == list(cluster.values()) and len(cuts[0]) == 3
     fixed = write_config(tmp_path / "fixed", testdata, regions={**regions, "min_mutation_regions": 4})
     number = run_snakemake(fixed, "-n").stderr
-    assert "(5 for mutations)" in number and "for this run's cores" not in number
+    assert "(5 for mutations)" in number and "cut into 5 pieces" in number

@@ -33,7 +33,7 @@ def refusal(directory, testdata, env, prefix=(), **overrides):
     result = subprocess.run(command, cwd=RUN_DIR, capture_output=True, text=True, env=env)
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-3000:]
-    assert "invalid input" in output or "WorkflowError" in output, output[-3000:]
+    assert "invalid input" in output or "invalid config" in output or "WorkflowError" in output, output[-3000:]
     assert not (directory / "results").exists()
     return output
 
@@ -64,6 +64,7 @@ def test_a_misspelled_config_key_is_named_with_its_line_and_the_key_meant(tmp_pa
                 if text.startswith("mutation_utils:"))
     assert f"config.yaml:{line}: key 'mutation_utils': unknown key (did you mean 'mutation_util'?)" in output
     assert "$schema" not in output and len(output.splitlines()) < 40, output  # not jsonschema's dump
+    assert "WorkflowError" not in output and "Traceback" not in output, output  # the problem alone
 
 
 CONFIG_SCHEMA = load_schema(str(REPO / "workflow" / "schemas"), "config")
@@ -411,3 +412,22 @@ def test_map_jobs_go_one_pair_after_another_below_every_other_priority(tmp_path,
     bundled = parse_workflow(write_config(tmp_path / "bundled", testdata, priorities={"map_reads": 5}))
     priority = bundled.get_rule("map_reads").priority
     assert {priority(SimpleNamespace(sample=sample, chunk="0000")) for sample in value} == {5}
+
+
+def test_every_problem_and_warning_of_a_config_is_reported_in_one_pass(tmp_path, testdata):
+    """Problems of different stages of the parse (a database, the SV pairs, pmsignature's genes,
+    an option mapping) and the plan's warnings (the panel's EB limit, with the line to write) in
+    one refusal."""
+    # A malformed option mapping stops the parse first (the config is not read further).
+    message = parse_refusal(tmp_path, testdata, mutation_util={"single_params": {"count": 5}})
+    assert "'count' is not an option: write it as the tool does, e.g. --count" in message
+    message = parse_refusal(tmp_path, testdata, hotspot_db="missing.txt", sv_detection={"tumors": ["nope"]},
+                            pmsignature_ind={"enable": True}, mutation_util={"pair_params": {"--eb_pval": 4.0}})
+    assert message.startswith("genomon-smk: invalid config or input, refused before any job (3 problems;")
+    assert "key 'hotspot_db': file not found" in message
+    assert "key 'sv_detection.tumors': 'nope': not a tumor of the pairs table" in message
+    assert "key 'pmsignature.annotation' (not in this file" in message
+    warning = message[message.index("and in the same pass:"):]
+    eb_pval = re.search(r"The largest --eb_pval this panel passes is ([0-9.]+): add `mutation_util: "
+                        r"\{pair_params: \{--eb_pval: ([0-9.]+)\}\}` to ", warning)
+    assert eb_pval and eb_pval.group(1) == eb_pval.group(2) and 0 < float(eb_pval.group(1)) < 4, warning

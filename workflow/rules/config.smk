@@ -14,21 +14,32 @@ from snakemake.utils import min_version, validate
 
 from genomon_smk.plan import snakemake_adapter
 from genomon_smk.plan.config_check import (
+    ConfigRefused,
     cluster_fragment,
     config_problems,
     key_problem,
     leaf_paths,
+    merge_option_mappings,
     quoted_options,
+    refusal_text,
     typed_command_line,
     underlay,
     value_at,
 )
+from genomon_smk.plan import genomon_config
 from genomon_smk.plan.hotspot import hotspot_db_problems
 from genomon_smk.plan.path_limits import path_problems
 from genomon_smk.plan import annotation as annotation_plan
 from genomon_smk.plan import pmsignature as pmsignature_plan
 from genomon_smk.plan.reference import BWA_INDEX_SUFFIXES, reference_problems
-from genomon_smk.plan.regions import min_mutation_regions, mutation_regions, regions_of
+from genomon_smk.plan.regions import (
+    interval_list_regions,
+    min_mutation_regions,
+    mutation_contigs,
+    mutation_regions,
+    only_contigs,
+    regions_of,
+)
 from genomon_smk.plan.tool_options import CHECKED as CHECKED_OPTIONS
 from genomon_smk.plan.tool_options import tool_option_problems
 from genomon_smk.plan.setup_build import (
@@ -85,37 +96,88 @@ typed_command_line(config, COMMAND_LINE_CONFIG)
 COMMAND_LINE_KEYS = frozenset(leaf_paths(COMMAND_LINE_CONFIG))
 
 
+# Every problem of the config and its inputs found in this parse (one pass: collected, then
+# refused together with the plan's warnings, each with its fix; refuse_if_any).
+REFUSALS = []
+
+
+def refuse_if_any(warnings=()):
+    """Refuse the run when a problem was found: every one printed as a list, without a traceback
+    (config_check.ConfigRefused; the process exits with status 1)."""
+    if REFUSALS:
+        refused = ConfigRefused(REFUSALS, [str(w) for w in warnings])
+        print(refusal_text(refused.problems), file=sys.stderr)
+        raise refused
+
+
+CONFIG_SCHEMA = load_schema(str(SCHEMAS), "config")
+# A Genomon site's dna_genomon.cfg (config genomon_config): its keys under the YAML config's,
+# which override it key by key; what it holds without a counterpart here is listed in the plan.
+GENOMON = None
+if isinstance(config.get("genomon_config"), str):
+    try:
+        GENOMON = genomon_config.read_genomon_config(
+            str(
+                (
+                    CONFIG_DIR
+                    / os.path.expanduser(os.path.expandvars(config["genomon_config"]))
+                ).resolve()
+            )
+        )
+    except (OSError, ValueError) as error:
+        REFUSALS.append(
+            key_problem(("genomon_config",), f"cannot be read: {error}", CONFIG_FILES)
+        )
+if GENOMON:
+    REFUSALS.extend(GENOMON.problems)
+    config.update(
+        underlay(genomon_config.within_schema(GENOMON, CONFIG_SCHEMA), config)
+    )
+GENOMON_ORIGINS = GENOMON.origins if GENOMON else {}
+
+
 def config_key_problem(path, message):
     """A problem of a config key, where the run's config says it (key_problem)."""
-    return key_problem(path, message, CONFIG_FILES, command_line=COMMAND_LINE_KEYS)
+    return key_problem(
+        path,
+        message,
+        CONFIG_FILES,
+        command_line=COMMAND_LINE_KEYS,
+        origins=GENOMON_ORIGINS,
+    )
 
 
-# Our own messages first (file, line, key, the key meant); Snakemake's validate then sets defaults.
-CONFIG_PROBLEMS = config_problems(
-    config, load_schema(str(SCHEMAS), "config"), CONFIG_FILES, COMMAND_LINE_KEYS
+# An options key given as a mapping of single options: merged into the string it changes.
+REFUSALS.extend(
+    config_key_problem(path, message)
+    for path, message in merge_option_mappings(
+        config, CONFIG_SCHEMA, GENOMON.config if GENOMON else {}
+    )
 )
-if CONFIG_PROBLEMS:
-    raise WorkflowError("invalid config:\n" + "\n".join(CONFIG_PROBLEMS))
+# Our own messages first (file, line, key, the key meant); Snakemake's validate then sets defaults.
+REFUSALS.extend(
+    config_problems(
+        config, CONFIG_SCHEMA, CONFIG_FILES, COMMAND_LINE_KEYS, GENOMON_ORIGINS
+    )
+)
+refuse_if_any()
 validate(config, SCHEMAS / "config.schema.yaml", set_default=True)
 # The mutation tools' options by their own parsers: in the process that plans, not in each job.
 if MAIN_PROCESS and config["mutation_tools"] == "builtin":
-    TOOL_OPTION_PROBLEMS = tool_option_problems(
-        {path: value_at(config, path) for path in CHECKED_OPTIONS}
-    )
-    if TOOL_OPTION_PROBLEMS:
-        raise WorkflowError(
-            "invalid config:\n"
-            + "\n".join(
-                config_key_problem(path, message)
-                for path, message in TOOL_OPTION_PROBLEMS
-            )
+    REFUSALS.extend(
+        config_key_problem(path, message)
+        for path, message in tool_option_problems(
+            {path: value_at(config, path) for path in CHECKED_OPTIONS}
         )
+    )
+if MAIN_PROCESS and GENOMON:
+    print("\n".join(genomon_config.unused_summary(GENOMON)), file=sys.stderr)
 config["priorities"] = {**PRIORITIES, **config["priorities"]}
 # Where the jobs run (the profiles set config `cluster`).
 CLUSTER = snakemake_adapter.cluster_kind(config["cluster"], workflow)
 # The cores a local run shares among its jobs (none on a cluster): the threads of the rules whose
-# config says `threads: auto` (rules.Threads) and the mutation stage's `auto` pieces, the same in
-# every process of the run.
+# config says `threads: auto` (rules.Threads), the same in every process of the run (not the
+# mutation stage's pieces: those are the genome's, regions.min_mutation_regions).
 LOCAL_CORES = snakemake_adapter.local_cores(workflow) if CLUSTER == "local" else None
 
 
@@ -181,8 +243,7 @@ PATH_PROBLEMS = [
     )
     for problem in path_problems(key, path)
 ]
-if PATH_PROBLEMS:
-    raise WorkflowError("\n".join(PATH_PROBLEMS))
+REFUSALS.extend(PATH_PROBLEMS)
 
 try:
     problems = (
@@ -197,19 +258,15 @@ try:
     # A table still to be built is read whole once: a bad row or another build's contig names
     # would fail its set-up job or leave every simple-repeat column empty.
     if "simple_repeat_db" in SETUP_PENDING:
-        problems = simple_repeat_table_problems(SIMPLE_REPEAT.source, CONTIGS)
-        if problems:
-            raise InputError("\n".join(problems))
+        REFUSALS.extend(simple_repeat_table_problems(SIMPLE_REPEAT.source, CONTIGS))
     # Read whole once: a malformed row, or a contig the reference lacks (another build's names),
     # would fail or silently empty every hotspot job.
     if HOTSPOT_DB:
-        problems = (
+        REFUSALS.extend(
             hotspot_db_problems(HOTSPOT_DB, CONTIGS)
             if os.path.isfile(HOTSPOT_DB)
             else [config_key_problem(("hotspot_db",), f"file not found: {HOTSPOT_DB}")]
         )
-        if problems:
-            raise InputError("\n".join(problems))
     COHORT = load_cohort(
         str(SCHEMAS),
         samples=config_path(config["samples"]) if "samples" in config else None,
@@ -226,14 +283,24 @@ try:
         # The files were checked by the main process before any job was submitted.
         check_files=MAIN_PROCESS,
     )
+    REGION_FILE = (
+        config_path(config["regions"]["file"]) if config["regions"]["file"] else None
+    )
     REGIONS = regions_of(
         CONTIGS,
-        config_path(config["regions"]["file"]) if config["regions"]["file"] else None,
+        REGION_FILE,
         config["regions"]["max_length"],
         config["regions"]["pack_bp"],
     )
+    # Where mutations are called: a Genomon interval list's lines as listed; else the regions
+    # (on a GRCh37/hg19 reference with decoys its chromosomes only: regions.mutation_contigs).
+    LISTED_REGIONS = (
+        interval_list_regions(REGION_FILE, CONTIGS) if REGION_FILE else None
+    )
 except (InputError, ValueError) as error:
-    raise WorkflowError(f"invalid input ({CONFIG_FILE}):\n{error}") from None
+    INDENTED = str(error).replace("\n", "\n    ")
+    REFUSALS.append(f"invalid input ({CONFIG_FILE}):\n    {INDENTED}")
+    refuse_if_any()
 
 SAMPLES = COHORT.samples
 # Mapped by this run (from FASTQ, or from the reads of a [bam_tofastq] BAM); the others are
@@ -267,10 +334,7 @@ def sv_pairs():
                 f"(its tumors: {', '.join(PAIRS) or 'none'})"
             )
     if problem:
-        raise WorkflowError(
-            "invalid config:\n"
-            + config_key_problem(("sv_detection", "tumors"), problem)
-        )
+        REFUSALS.append(config_key_problem(("sv_detection", "tumors"), problem))
     if "genomon_sample_sheet" in config:
         return {pair.tumor: pair for pair in COHORT.sv_pairs}
     return {
@@ -306,7 +370,7 @@ def sv_parsed():
             if parsed.setdefault(name, member) != member or (
                 name != member and name in SAMPLES
             ):
-                raise WorkflowError(
+                REFUSALS.append(
                     f"SV detection: panel BAM {member} would share the name '{name}' with another "
                     "sample or panel BAM in sv/; rename one of them"
                 )
@@ -323,11 +387,17 @@ SV_PANELS = {
 REGION_NAMES = [region.name for region in REGIONS]
 # Reads without a position carry no mutations: the mutation stage skips the unmapped region
 # (and cuts the regions of a small genome finer, regions.min_mutation_regions).
+CALLED_REGIONS = LISTED_REGIONS or only_contigs(
+    REGIONS, mutation_contigs(CONTIGS, config["regions"]["mutation_contigs"])
+)
 MUTATION_REGIONS = {
     region.name: region
     for region in mutation_regions(
-        REGIONS,
-        min_mutation_regions(config["regions"]["min_mutation_regions"], LOCAL_CORES),
+        CALLED_REGIONS,
+        min_mutation_regions(
+            config["regions"]["min_mutation_regions"],
+            sum(i.end - i.start for region in CALLED_REGIONS for i in region.intervals),
+        ),
     )
 }
 CHUNKS = [chunk_name(i) for i in range(config["split"]["chunks"])]
@@ -335,14 +405,16 @@ CHUNKS = [chunk_name(i) for i in range(config["split"]["chunks"])]
 
 # The genes (config gene_annotation) and Genomon's annotation stage (rules/annotation.smk).
 ANNOTATION = annotation_plan.plan_annotation(config, CONTIGS, config_path)
-problems = [
+ANNOTATION_PROBLEMS = [
     config_key_problem(key, problem)
     for key, problem in annotation_plan.problems(
         config, ANNOTATION, CONTIGS, config_path
     )
 ]
-if problems:
-    raise WorkflowError("invalid config:\n" + "\n".join(problems))
+if ANNOTATION_PROBLEMS:
+    # pmsignature below reads these genes: refused here with everything found so far.
+    REFUSALS.extend(ANNOTATION_PROBLEMS)
+    refuse_if_any()
 # pmsignature reads gene_annotation's genes unless its own key names some; with none known it
 # is left out, as the plan says.
 PMSIGNATURE_OWN_GENES = config["pmsignature"]["annotation"] is not None
@@ -363,14 +435,12 @@ PMSIGNATURE = (
     if config["pmsignature"]["annotation"] is not None
     else pmsignature_plan.Plan()
 )
-problems = [
+REFUSALS.extend(
     config_key_problem(key, problem)
     for key, problem in pmsignature_plan.problems(config, PMSIGNATURE, CONTIGS)
     # gene_annotation's genes were checked as that key.
     if PMSIGNATURE_OWN_GENES or key != ("pmsignature", "annotation")
-]
-if problems:
-    raise WorkflowError("invalid config:\n" + "\n".join(problems))
+)
 if PMSIGNATURE.background:
     SETUP_OUTPUTS["pmsignature_background"] = PMSIGNATURE.background.files
     if not all(map(os.path.exists, PMSIGNATURE.background.files)):

@@ -3,10 +3,13 @@ cluster jobs do not run): the output directory's lock, the tier monitor and the 
 staging, and the closing summaries. As a module of a user's Snakefile too, where Snakemake keeps
 only the user's hooks."""
 
+from genomon_smk.plan.input_identity import record_inputs
+
 
 # The output directory's lock first: a run refused there touches nothing.
 def at_start():
     take_run_lock()
+    record_inputs(INPUTS_RECORD, INPUTS_HELD)
     report_scratch_leftovers("at the start of this run, from an earlier one")
     TIER_MONITOR.start()
     transfer_reference_at_start()

@@ -89,8 +89,8 @@ def self_imports():
 
 
 SELF_IMPORTS = self_imports()
-if SELF_IMPORTS:
-    raise WorkflowError(f"invalid input ({CONFIG_FILE}):\n" + "\n".join(SELF_IMPORTS))
+REFUSALS.extend(SELF_IMPORTS)
+refuse_if_any()
 
 
 def mutation_result(tumor, suffix):
@@ -229,14 +229,14 @@ from genomon_smk.steps.post_analysis import (
 def cohort_name():
     if "genomon_sample_sheet" in config:
         if config["cohort"] is not None:
-            raise WorkflowError(
-                "invalid config:\n"
-                + config_key_problem(
+            REFUSALS.append(
+                config_key_problem(
                     ("cohort",),
                     "with genomon_sample_sheet, the sheet's file name names the cohort, "
                     "as in Genomon; leave this key out",
                 )
             )
+            refuse_if_any()
         return os.path.splitext(os.path.basename(config["genomon_sample_sheet"]))[0]
     if config["cohort"] is not None:
         return config["cohort"]

@@ -3,6 +3,12 @@ storage plan (refused where a tier's capacity is exceeded), the stage plan, and 
 the panels, imported BAMs, PJM storage and the SV annotation's contig names."""
 
 from genomon_smk.plan import panel_power
+from genomon_smk.plan.config_check import merged_options
+from genomon_smk.plan.input_identity import (
+    changed_inputs,
+    held_inputs,
+    read_record,
+)
 from genomon_smk.plan.reference import sv_annotation_naming_problem
 from genomon_smk.runtime.console import PlanWarning
 from genomon_smk.plan.samplesheet import imported_name_warnings, panel_normal_warnings
@@ -148,9 +154,7 @@ def storage_plan():
     peak = peaks(uses, reference_bytes)
     if MAIN_PROCESS:
         print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)
-    problems = over_capacity(peak, capacity)
-    if problems:
-        raise WorkflowError("\n".join(problems))
+    REFUSALS.extend(over_capacity(peak, capacity))
     return peak
 
 
@@ -170,18 +174,36 @@ if MAIN_PROCESS:
         ),
         file=sys.stderr,
     )
-    # A small genome cut by `auto` (the run's cores): another --cores cuts it again, and the
-    # mutation stage's jobs rerun (Snakemake's reason names only changed input files).
-    if (
-        PAIRS
-        and config["regions"]["min_mutation_regions"] == AUTO
-        and len(MUTATION_REGIONS) > sum(not region.is_unmapped for region in REGIONS)
+    # A small genome's regions cut for the mutation stage: the same cut on every run of this
+    # reference and config (regions.min_mutation_regions), whatever its --cores or profile.
+    if PAIRS and len(MUTATION_REGIONS) > sum(
+        not region.is_unmapped for region in REGIONS
     ):
         print(
-            f"  mutation stage: the genome's regions cut into {len(MUTATION_REGIONS)} pieces for "
-            f"this run's cores (regions.min_mutation_regions: auto); a run with other --cores "
-            "cuts them again and reruns the mutation calls (the same calls; a number there "
-            "keeps the cut)",
+            f"  mutation stage: the genome's regions cut into {len(MUTATION_REGIONS)} pieces "
+            "(regions.min_mutation_regions; the same on any --cores or profile)",
+            file=sys.stderr,
+        )
+
+
+# The input files this run's samples are mapped from, recorded when a run starts (rules/hooks.smk):
+# the next plan names each one that changed since, and whether its reads are the same.
+INPUTS_RECORD = f"{LOG_DIR}/inputs_held.json"
+INPUTS_HELD = (
+    held_inputs(
+        dict.fromkeys(
+            path for sample in MAPPED_SAMPLES for path in sample_reads(sample)
+        )
+    )
+    if MAIN_PROCESS
+    else {}
+)
+if MAIN_PROCESS:
+    CHANGED_INPUTS = changed_inputs(read_record(INPUTS_RECORD), INPUTS_HELD)
+    if CHANGED_INPUTS:
+        print(
+            "Input files changed since the last run (their samples are mapped again):\n"
+            + "\n".join(CHANGED_INPUTS),
             file=sys.stderr,
         )
     # The genes: what the annotation stage (and pmsignature) read, or why there is none.
@@ -221,6 +243,26 @@ def sample_depth(member, genome_length):
 PANEL_SCORE_CACHE = ".snakemake/genomon-smk/panel-scores.json"
 
 
+def eb_pval_fix(key, best_score):
+    """The line that sets the largest --eb_pval a panel passes: one option of the string (config
+    README, 'Single options'), or the whole string where a config file writes it out."""
+    value = panel_power.reachable_eb_pval(best_score)
+    if value is None:
+        return None
+    if any(
+        isinstance(
+            value_at(
+                yaml.safe_load(Path(name).read_text()) or {}, ("mutation_util", key)
+            ),
+            str,
+        )
+        for name in CONFIG_FILES
+    ):
+        merged = merged_options(config["mutation_util"][key], {"--eb_pval": value})
+        return f'write mutation_util: {{{key}: "{merged}"}} in {CONFIG_FILE}'
+    return f"add `mutation_util: {{{key}: {{--eb_pval: {value:g}}}}}` to {CONFIG_FILE}"
+
+
 def panel_warnings():
     """Warnings about each pair's panel, printed with the plan (see genomon_smk.plan.panel_power),
     as PlanWarnings about the pair's tumor."""
@@ -255,7 +297,9 @@ def panel_warnings():
             ),
             threshold,
         )
-        message = panel_power.warning(check, f"config mutation_util.{key}")
+        message = panel_power.warning(
+            check, f"config mutation_util.{key}", eb_pval_fix(key, check.best_score)
+        )
         messages += [PlanWarning(message, frozenset([pair.tumor]))] if message else []
     return messages
 
@@ -321,3 +365,5 @@ PLAN_WARNINGS = (
 )
 for warning in PLAN_WARNINGS:
     print(warning.text, file=sys.stderr)
+# Every problem of this pass refused together, the warnings above with them.
+refuse_if_any([warning.text for warning in PLAN_WARNINGS])

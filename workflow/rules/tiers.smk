@@ -52,14 +52,17 @@ TIER_PATH_PROBLEMS = [
         f"storage.paths.{tier}", TIER_PATHS[tier], tier in EXPANDED_BY_JOB
     )
 ]
-if TIER_PATH_PROBLEMS:
-    raise WorkflowError("\n".join(TIER_PATH_PROBLEMS))
+# Refused with the config's other problems (rules/config.smk, refuse_if_any).
+REFUSALS.extend(TIER_PATH_PROBLEMS)
 RULE_TIERS = config["storage"]["rules"]
 for rule_name, roles in RULE_TIERS.items():
     if roles["output"] == "node_local":
-        raise WorkflowError(
-            f"config storage.rules.{rule_name}.output: node_local cannot hold files that another job reads "
-            "(it exists on one node for one job); use shared_tmp, cache or global"
+        REFUSALS.append(
+            config_key_problem(
+                ("storage", "rules", rule_name, "output"),
+                "node_local cannot hold files that another job reads "
+                "(it exists on one node for one job); use shared_tmp, cache or global",
+            )
         )
 
 

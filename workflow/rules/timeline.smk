@@ -14,9 +14,16 @@ if MAIN_PROCESS:
     os.environ.update(GENOMON_SMK_RUN_STARTED=f"{time.time():.3f}")
 
 
-# Both read after every other rule is defined (functions in paths.smk).
+# Both read after every other rule is defined (functions in paths.smk). The run's own (--cores,
+# the profile's threads), so not params either: a finished run's timeline is not drawn again
+# because a later dry run has other cores.
 TIMELINE_SLOTS = timeline_slots()
 RULE_THREADS = rule_threads()
+if MAIN_PROCESS:
+    os.environ.update(
+        GENOMON_SMK_TIMELINE_SLOTS=str(TIMELINE_SLOTS),
+        GENOMON_SMK_RULE_THREADS=RULE_THREADS,
+    )
 
 
 rule utilisation_timeline:
@@ -53,8 +60,6 @@ rule utilisation_timeline:
     params:
         python=PYTHON,
         benchmarks=BENCH_DIR,
-        slots=f"--slots {TIMELINE_SLOTS}" if TIMELINE_SLOTS else "",
-        threads=RULE_THREADS,
         # A work directory for matplotlib's font cache (not $HOME); on shared_tmp, a place the
         # Snakemake host sees (node_local may name a variable that only compute nodes set).
         work_dir_setup=work_dir_setup("utilisation_timeline", tier="shared_tmp"),
@@ -62,8 +67,9 @@ rule utilisation_timeline:
         """
         {params.work_dir_setup} {log:q}
         {params.python} -m genomon_smk.plan.timeline --benchmarks {params.benchmarks:q} \
-            --run-started "$GENOMON_SMK_RUN_STARTED" {params.slots} \
-            --threads {params.threads} --png {output.png:q} --svg {output.svg:q} \
+            --run-started "$GENOMON_SMK_RUN_STARTED" \
+            ${{GENOMON_SMK_TIMELINE_SLOTS:+--slots "$GENOMON_SMK_TIMELINE_SLOTS"}} \
+            --threads $GENOMON_SMK_RULE_THREADS --png {output.png:q} --svg {output.svg:q} \
             --tsv {output.tsv:q} --summary {output.summary:q} >{log:q} 2>&1
         """
 

@@ -170,11 +170,13 @@ def typed_command_line(config: dict, command_line: dict) -> None:
 
 
 def config_problems(config: dict, schema: dict, config_files: list[str],
-                    command_line: frozenset[tuple[str, ...]] = frozenset()) -> list[str]:
+                    command_line: frozenset[tuple[str, ...]] = frozenset(),
+                    origins: dict[tuple[str, ...], str] | None = None) -> list[str]:
     """Every schema problem of `config` and every options value that cannot be split, as
     `FILE:LINE: key 'a.b': message`; the line is looked up in the last config file that sets the
     key (later files override earlier ones); a key given with --config (command_line: its key
-    paths) is blamed on --config, which overrides every file."""
+    paths) is blamed on --config, which overrides every file; a key that only genomon_config
+    sets (origins: its `FILE:LINE: [section] key`) on that line."""
     keys = {path: mapping_keys(path) for path in config_files}  # each file read once
     lines = [(path, key_lines(path, keys[path])) for path in reversed(config_files)]
     validator = jsonschema.validators.validator_for(schema)(schema)
@@ -187,22 +189,133 @@ def config_problems(config: dict, schema: dict, config_files: list[str],
         for path in option_keys(schema)
         if (problem := option_problem(value_at(config, path)))
     ]
-    return [key_problem(path, message, config_files, lines, command_line) for path, message in problems] + [
+    return [key_problem(path, message, config_files, lines, command_line, origins) for path, message in problems] + [
         problem for name in config_files for problem in duplicate_keys(name, keys[name])
     ]
 
 
 def key_problem(path: tuple[str, ...], message: str, config_files: list[str], lines=None,
-                command_line: frozenset[tuple[str, ...]] = frozenset()) -> str:
-    """`FILE:LINE: key 'a.b': message`, the line of the last config file that sets the key (the
-    last file without a line when none sets it: the schema's default); lines: key_lines of the
-    files, last first, when already read; `--config: key 'a.b': message` for a key given with
-    --config (command_line: its key paths; it overrides every file)."""
+                command_line: frozenset[tuple[str, ...]] = frozenset(),
+                origins: dict[tuple[str, ...], str] | None = None) -> str:
+    """`FILE:LINE: key 'a.b': message`, the line of the last config file that sets the key;
+    lines: key_lines of the files, last first, when already read; `--config: key 'a.b': message`
+    for a key given with --config (command_line: its key paths; it overrides every file); for a
+    key no file sets, the genomon_config line that gives it (origins), else the last file, saying
+    the key is to be added there (its value is the default)."""
     key = ".".join(path) or "(top level)"
     if path and any(path[: len(given)] == given or given[: len(path)] == path for given in command_line):
         return f"--config: key '{key}': {message}"
     if lines is None:
         lines = [(name, key_lines(name)) for name in reversed(config_files)]
     where = next(((name, found[path]) for name, found in lines if path in found), None)
-    place = f"{where[0]}:{where[1]}" if where else (config_files[-1] if config_files else "config")
-    return f"{place}: key '{key}': {message}"
+    if where:
+        return f"{where[0]}:{where[1]}: key '{key}': {message}"
+    # An item of a list the file sets (reference.1): the line of the list's key.
+    where = next(((name, found[path[:n]]) for n in range(len(path) - 1, 0, -1)
+                  for name, found in lines if path[:n] in found and path[n].isdigit()), None)
+    if where:
+        return f"{where[0]}:{where[1]}: key '{key}': {message}"
+    origin = next((origins[path[:n]] for n in range(len(path), 0, -1) if origins and path[:n] in origins), None)
+    if origin:
+        return f"{origin} (config key '{key}'): {message}"
+    if not path or not config_files:
+        return f"{config_files[-1] if config_files else 'config'}: key '{key}': {message}"
+    return f"{config_files[-1]}: key '{key}' (not in this file: its default; add the key here to change it): {message}"
+
+
+def option_default(schema: dict, path: tuple[str, ...]) -> object:
+    """The schema's default of a key path, or None."""
+    for key in path:
+        schema = schema.get("properties", {}).get(key, {})
+    return schema.get("default")
+
+
+def option_words(text: str) -> list[list[str]]:
+    """An option string as [option, value] and [option] (a flag) items, and [word] for a word
+    before any option: a word that starts with '-' is an option unless it holds a space or is a
+    number (`--samtools_params '-q 20 -BQ0'` and `-m -1` are an option and its value)."""
+    items: list[list[str]] = []
+    for word in shlex.split(text):
+        is_value = not word.startswith("-") or " " in word or _is_number(word)
+        if is_value and items and items[-1][0].startswith("-") and len(items[-1]) == 1:
+            items[-1].append(word)
+        else:
+            items.append([word])
+    return items
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def merged_options(base: str, changes: dict) -> str:
+    """`base` (a Genomon option string) with single options changed: {option: value} replaces the
+    option's value or adds it at the end; true: the option as a flag without value; null or false:
+    the option left out (raises ValueError for a key that is not an option)."""
+    items = option_words(base or "")
+    for option, value in changes.items():
+        option = str(option)
+        if not option.startswith("-"):
+            raise ValueError(f"'{option}' is not an option: write it as the tool does, e.g. --{option}")
+        items = [item for item in items if item[0] != option] if value is None or value is False else items
+        if value is None or value is False:
+            continue
+        new = [option] if value is True else [option, str(value)]
+        for index, item in enumerate(items):
+            if item[0] == option:
+                items[index] = new
+                break
+        else:
+            items.append(new)
+    return shlex.join(word for item in items for word in item)
+
+
+def merge_option_mappings(config: dict, schema: dict, base: dict) -> list[tuple[tuple[str, ...], str]]:
+    """Every options key given as a mapping of option -> value (`mutation_util: {pair_params:
+    {--eb_pval: 1.2}}`) made the option string it means: the base's string (base: what
+    genomon_config gave, else the schema's default) with those options changed (merged_options).
+    Returns (key path, problem) for each mapping that cannot be merged."""
+    problems = []
+    for path in option_keys(schema):
+        changes = value_at(config, path)
+        if not isinstance(changes, dict):
+            continue
+        given = value_at(base, path)
+        start = given if isinstance(given, str) else option_default(schema, path)
+        try:
+            merged = merged_options(start if isinstance(start, str) else "", changes)
+        except ValueError as error:
+            problems.append((path, str(error)))
+            continue
+        value_at(config, path[:-1])[path[-1]] = merged
+    return problems
+
+
+class ConfigRefused(SystemExit):
+    """A config refused with every problem found, printed as a list (refusal_text) without
+    Snakemake's traceback-style header: the process exits with status 1. (An in-process parse,
+    as tests make, sees it as this exception; str() is the text.)"""
+
+    def __init__(self, problems: list[str], warnings: list[str] = ()):
+        super().__init__(1)
+        self.problems = list(problems)
+        self.warnings = list(warnings)
+
+    def __str__(self) -> str:
+        return refusal_text(self.problems, self.warnings)
+
+
+def refusal_text(problems: list[str], warnings: list[str] = ()) -> str:
+    """The refusal as the user reads it: every problem, one a line (each names its file, line and
+    key, and its fix), then the warnings found in the same pass."""
+    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    lines = [f"genomon-smk: invalid config or input, refused before any job ({count}; fix each, then run again):"]
+    lines += [f"  {problem}" for problem in problems]
+    if warnings:
+        lines.append("and in the same pass:")
+        lines += [f"  {warning}" for warning in warnings]
+    return "\n".join(lines)

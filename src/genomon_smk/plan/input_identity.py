@@ -127,3 +127,81 @@ def repeated_use_message(use: Use, earlier: Use, how: str) -> str:
         f"field '{use.field}': {use.path}{detail} is already used at {earlier.where} "
         f"(field '{earlier.field}'): the same reads would be used twice"
     )
+
+
+def gzip_content_id(path: str) -> str | None:
+    """What a gzip file's content is, as its last member's trailer says (the CRC-32 and length
+    of the uncompressed data): for a file gzip wrote in one member, the whole content's, whatever
+    the compression level or the file's date. None for a file that is not gzip, or ends with an
+    empty member (bgzip's end-of-file block, which says nothing about the content)."""
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(2) != b"\x1f\x8b":
+                return None
+            handle.seek(-8, os.SEEK_END)
+            trailer = handle.read(8)
+    except OSError:
+        return None
+    crc, length = int.from_bytes(trailer[:4], "little"), int.from_bytes(trailer[4:], "little")
+    return None if length == 0 else f"{crc:08x}:{length}"
+
+
+def held_inputs(paths: Iterable[str]) -> dict[str, dict[str, str | None]]:
+    """Each readable input's fingerprint (what its rule's params hold) and gzip content id, by
+    path: what a run records (`record_inputs`) and the next run's plan compares (`changed_inputs`)."""
+    held = {}
+    for path in paths:
+        try:
+            held[path] = {"fingerprint": fingerprint([path]), "content": gzip_content_id(path)}
+        except OSError:
+            continue  # reported by the cohort's own checks
+    return held
+
+
+def changed_inputs(previous: dict, current: dict) -> list[str]:
+    """A line for each input whose file changed since the run that recorded `previous`: those
+    jobs rerun (their params hold the fingerprint). Saying whether the reads are the same, as far
+    as gzip's trailer tells (re-compressed, touched, copied with another date), so that a rerun
+    for the same reads is not a surprise; only reading both whole would prove them the same, so
+    the sample is mapped again all the same."""
+    lines = []
+    for path, now in current.items():
+        before = previous.get(path)
+        if not before or before.get("fingerprint") == now["fingerprint"]:
+            continue
+        if now["content"] and now["content"] == before.get("content"):
+            why = ("the same reads by gzip's CRC-32 and length (re-compressed, or copied with "
+                   "another date): mapped again all the same, since only reading both whole would prove it")
+        elif now["content"] and before.get("content"):
+            why = "other reads (gzip's CRC-32 or length differ): mapped again"
+        else:
+            why = "its size, date or first and last bytes changed: mapped again"
+        lines.append(f"  {path}: changed since the last run, {why}")
+    return lines
+
+
+def record_inputs(path: str, current: dict) -> None:
+    """Keep this run's inputs (held_inputs) for the next run's plan, atomically; best effort."""
+    import json
+    import tempfile
+
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(path), delete=False,
+                                         prefix=".inputs-held.") as handle:
+            json.dump(current, handle)
+        os.replace(handle.name, path)
+    except OSError:
+        pass
+
+
+def read_record(path: str) -> dict:
+    """A run's record_inputs, or {} when there is none (or it cannot be read)."""
+    import json
+
+    try:
+        with open(path) as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shlex
 import tempfile
@@ -144,15 +145,29 @@ def write_score_cache(path: str, code: str, scores: dict[str, float]) -> None:
         pass
 
 
-def warning(check: PanelCheck, params_key: str) -> str | None:
-    """The plan's warning for a pair whose panel cannot reach the threshold, or None."""
+def reachable_eb_pval(best_score: float) -> float | None:
+    """The largest --eb_pval (one decimal) that a clean site's best score still passes, or None
+    when even 0.1 is out of reach (the panel is too small or shallow for any)."""
+    value = math.floor(best_score * 10 - 1e-9) / 10
+    return value if value >= 0.1 else None
+
+
+def warning(check: PanelCheck, params_key: str, fix: str | None = None) -> str | None:
+    """The plan's warning for a pair whose panel cannot reach the threshold, or None; fix: the
+    line to write for the largest reachable --eb_pval (reachable_eb_pval), when there is one."""
     if check.best_score >= check.threshold:
         return None
+    remedy = (
+        f"The largest --eb_pval this panel passes is {reachable_eb_pval(check.best_score):g}: {fix}; "
+        "or use a larger or deeper panel"
+        if fix and reachable_eb_pval(check.best_score) is not None
+        else "Use a larger or deeper panel, or a lower --eb_pval"
+    )
     return (
         f"warning: pair {check.tumor}: panel '{check.panel}' ({check.members} member(s), ~{check.panel_depth:.0f}x) "
         f"gives a clean site of a ~{check.tumor_depth:.0f}x tumor at VAF {TYPICAL_VAF} an EB score of at most "
         f"{check.best_score:.2f}, below --eb_pval {check.threshold:g} ({params_key}): mutil filter would remove "
-        "every call. Use a larger or deeper panel, or a lower --eb_pval (config/README.md, 'Small panels')."
+        f"every call. {remedy} (config/README.md, 'Small panels')."
     )
 
 

@@ -5,11 +5,15 @@ contig belongs to exactly one region, and one extra region, `unmapped`, holds th
 have no coordinate. Regions come from the reference .fai (one per contig, long contigs cut,
 runs of small contigs packed together) or from a file (BED, or Genomon's interval list).
 
-Deliberate differences from upstream Genomon (docs/differences.md): regions cover every base of
-every contig exactly once, so mutations are called on every contig (Genomon's interval list
-leaves decoy, virus and unplaced contigs out) and no row is reported twice (its regions share
-boundary bases); Genomon's own interval list is refused as a regions file for its gaps and
-shared bases.
+The mutation stage calls where Genomon calls: a Genomon interval list's lines are its regions as
+listed (nothing completed onto the contigs the list leaves out), and without a list, on a
+GRCh37/hg19 reference with decoy, virus or unplaced contigs, on 1-22, X, Y and MT only, like
+Genomon's GRCh37_noScaffold_noDecoy.interval_list (`regions.mutation_contigs: all` calls on every
+contig). Markdup's regions cover every base of every contig once, whatever the list.
+
+Deliberate differences from upstream Genomon (docs/differences.md): an interval list's lines that
+share a boundary base call it once (in the first line), so no row is reported twice; other
+references than GRCh37/hg19 call on every contig by default.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import math
 import sys
 from dataclasses import dataclass
 
-from genomon_smk.plan.rules import auto_count
+from genomon_smk.plan.rules import AUTO
 
 UNMAPPED = "unmapped"
 
@@ -113,15 +117,21 @@ def split_intervals(intervals: tuple[Interval, ...], parts: int) -> list[tuple[I
     return [run for run in runs if run]
 
 
-#: the most mutation pieces `auto` asks for (a cluster's count, where the cores are unknown)
+#: the most mutation pieces `auto` asks for
 AUTO_MOST = 4
+#: the fewest bases of a piece `auto` cuts: a smaller piece costs its tools' start (interpreter,
+#: numpy, pysam, scipy: about 0.3 s) more than its calls (the bench's 5 Mb genome: two pieces)
+AUTO_PIECE_BP = 2_000_000
 
 
-def min_mutation_regions(configured: int | str, cores: int | None) -> int:
-    """The config's `regions.min_mutation_regions`: a number, or `auto`: a local run's cores, at
-    most AUTO_MOST (a pair of a small genome on two cores in two jobs, each paying its tools'
-    start once, instead of four), AUTO_MOST on a cluster (cores None)."""
-    return auto_count(configured, cores, share=1, most=AUTO_MOST, without_cores=AUTO_MOST)
+def min_mutation_regions(configured: int | str, genome_bp: int) -> int:
+    """The config's `regions.min_mutation_regions`: a number, or `auto`: the genome's bases in
+    pieces of at least AUTO_PIECE_BP, at most AUTO_MOST. The same for a reference and config on
+    every run, whatever its --cores or profile: the cut is part of what the mutation jobs are
+    (their names and regions), and another cut would rerun them all for the same calls."""
+    if configured != AUTO:
+        return int(configured)
+    return max(1, min(AUTO_MOST, genome_bp // AUTO_PIECE_BP))
 
 
 def mutation_regions(regions: list[Region], min_regions: int) -> list[Region]:
@@ -144,6 +154,87 @@ def mutation_regions(regions: list[Region], min_regions: int) -> list[Region]:
         runs = split_intervals(region.intervals, parts)
         cut.extend(Region(f"{region.name}-{n}", run) for n, run in enumerate(runs, start=1))
     return cut
+
+
+#: GRCh37's chromosomes (hg19's with chr, chrM), where Genomon's interval list calls mutations
+PRIMARY_CONTIGS = tuple([str(n) for n in range(1, 23)] + ["X", "Y", "MT"])
+#: chromosome 1's length in GRCh37 and hg19 (GRCh38's is 248956422)
+GRCH37_CHR1 = 249_250_621
+
+
+def primary_contigs(contigs: list[tuple[str, int]]) -> list[str] | None:
+    """The chromosomes 1-22, X, Y, MT of a GRCh37/hg19 reference that also holds other contigs
+    (hs37d5's decoy, EBV and unplaced ones), as the reference names them; None for any other
+    reference, or one of only those."""
+    lengths = dict(contigs)
+    for prefix, mito in (("", "MT"), ("chr", "chrM"), ("chr", "chrMT")):
+        if lengths.get(f"{prefix}1") != GRCH37_CHR1:
+            continue
+        names = [f"{prefix}{name}" for name in PRIMARY_CONTIGS[:-1]] + [mito]
+        kept = [name for name in names if name in lengths]
+        return kept if len(kept) < len(lengths) else None
+    return None
+
+
+def mutation_contigs(contigs: list[tuple[str, int]], setting: str) -> set[str] | None:
+    """The contigs the mutation stage calls on (regions.mutation_contigs): `auto`: a GRCh37/hg19
+    reference with decoys its chromosomes only (primary_contigs), else all; `all`: every contig
+    (None: no restriction)."""
+    if setting == "all":
+        return None
+    kept = primary_contigs(contigs)
+    return set(kept) if kept else None
+
+
+def only_contigs(regions: list[Region], kept: set[str] | None) -> list[Region]:
+    """The regions with their intervals on the kept contigs only (None: all); emptied regions
+    dropped (the unmapped one stays)."""
+    if kept is None:
+        return regions
+    result = []
+    for region in regions:
+        intervals = tuple(i for i in region.intervals if i.contig in kept)
+        if intervals or region.is_unmapped:
+            result.append(Region(region.name, intervals))
+    return result
+
+
+def interval_list_regions(path: str, contigs: list[tuple[str, int]]) -> list[Region] | None:
+    """The mutation stage's regions of a Genomon interval list: one per line as listed (Genomon
+    runs one task per line), a base that adjacent lines share in the first only; None when the
+    file is a BED file (its regions are markdup's too). Raises ValueError for unknown contigs,
+    bounds and larger overlaps."""
+    groups, interval_list = parse_region_file(path)
+    if not interval_list:
+        return None
+    lengths = dict(contigs)
+    problems = []
+    covered: dict[str, list[tuple[int, int]]] = {}
+    regions = []
+    for index, group in enumerate(groups, start=1):
+        kept = []
+        for interval in group:
+            if interval.contig not in lengths:
+                problems.append(f"{path}: contig '{interval.contig}' is not in the reference")
+                continue
+            if not 0 <= interval.start < interval.end <= lengths[interval.contig]:
+                problems.append(f"{path}: {interval.samtools()} is outside {interval.contig} "
+                                f"(length {lengths[interval.contig]})")
+                continue
+            start = interval.start
+            for seen_start, seen_end in covered.get(interval.contig, []):
+                if seen_start <= start < seen_end and start == seen_end - 1:
+                    start = seen_end  # Genomon's lists repeat the boundary base
+                elif start < seen_end and interval.end > seen_start:
+                    problems.append(f"{path}: {interval.samtools()} overlaps another line")
+            if start < interval.end:
+                kept.append(Interval(interval.contig, start, interval.end))
+            covered.setdefault(interval.contig, []).append((interval.start, interval.end))
+        if kept:
+            regions.append(Region(region_name(index), tuple(kept)))
+    if problems:
+        raise ValueError("\n".join(problems[:20]) + ("\n..." if len(problems) > 20 else ""))
+    return regions
 
 
 def parse_region_file(path: str) -> tuple[list[list[Interval]], bool]:

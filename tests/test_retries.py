@@ -44,6 +44,9 @@ def test_a_job_short_of_a_resource_is_retried_with_more_of_it_only(reported, sho
     SLURM_SQUEUE.format(id=12, state="CANCELLED"),
     "PJM job 31 failed: exit code 3 (ST EXT, PJM CODE 0, EXIT CODE 3)",
     "",  # cluster-generic and the local executor say nothing
+    # the PJM plugin without --pjm-node-mem: the job had its whole node's memory already
+    "PJM job 31 failed: memory limit exceeded (ST EXT, PJM CODE 12); not retried: memory cannot grow on this "
+    "cluster: the job already had its whole node's memory (...)",
 ])
 def test_other_failures_are_not_retried(reported):
     assert not classify(reported).retried

@@ -49,6 +49,9 @@ GROWN: dict[str, tuple[str, ...]] = {
     # cluster without that resource retries the job as it was, maybe on a node with more room).
     "pjm_localtmp": ("disk usage limit exceeded", "genomon-smk: no space left on node_local"),
 }
+# ... unless the executor says the resource cannot grow there: the PJM plugin's memory kill on a
+# cluster whose node memory is fixed (no --pjm-node-mem; its failure record has grow: null).
+CANNOT_GROW: dict[str, tuple[str, ...]] = {"mem_mb": ("memory cannot grow on this cluster",)}
 # A failure of the machine, not of the job: retried as it was.
 NODE_FAILURE = ("'NODE_FAIL'", "'BOOT_FAIL'", "node down", "ICC (interconnect) error", "HA failure")
 # How much of a job's scheduler log (its end) is read for the words above.
@@ -73,7 +76,8 @@ class Failure:
 def classify(reported: str) -> Failure:
     """The Failure an executor's message (plus the tail of the job's scheduler log) tells."""
     text = reported.lower()
-    short = frozenset(name for name, signs in GROWN.items() if any(sign.lower() in text for sign in signs))
+    short = frozenset(name for name, signs in GROWN.items() if any(sign.lower() in text for sign in signs)
+                      and not any(sign.lower() in text for sign in CANNOT_GROW.get(name, ())))
     node = any(sign.lower() in text for sign in NODE_FAILURE)
     return Failure(short, node, reported.strip())
 

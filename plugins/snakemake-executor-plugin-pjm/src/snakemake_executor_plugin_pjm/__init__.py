@@ -137,6 +137,7 @@ class Executor(RemoteExecutor):
         self.in_flight = set()  # PJM ids of this run's jobs not yet seen ending
         self.limit = self.read_accept_limit(settings.accept_limit)
         self.budget = self.limit
+        self.reserved = 0  # submissions under way (see room)
         self.refused_until = 0.0
         self.gave_up = None
 
@@ -176,6 +177,15 @@ class Executor(RemoteExecutor):
     def get_python_executable(self):
         return self.compute_python
 
+    def additional_general_args(self):
+        """The job's own Snakemake only runs its target job; whether anything upstream must run
+        again was decided here. Its params naming the interpreter (the workflow's sys.executable)
+        differ between this side and the compute venv, so `params` must not make the job's
+        Snakemake rerun upstream rules inside the job: every other trigger stays."""
+        if self.compute_python == sys.executable:
+            return ""
+        return "--rerun-triggers code input mtime software-env"
+
     def get_job_exec_prefix(self, job: JobExecutorInterface):
         return job_exec_prefix(os.path.abspath(self.workflow.workdir_init), self.compute_venv,
                                self.settings.precommand)
@@ -206,10 +216,15 @@ class Executor(RemoteExecutor):
         return limit
 
     def room(self):
-        """True while another job may be accepted."""
+        """True while another job may be accepted (call with submit_lock held); a True reserves
+        a place until submit() ends, so that the scheduler's and the status round's submissions
+        never pass the limit together."""
         if time.monotonic() < self.refused_until:
             return False
-        return self.budget is None or len(self.in_flight) < self.budget
+        if self.budget is not None and len(self.in_flight) + self.reserved >= self.budget:
+            return False
+        self.reserved += 1
+        return True
 
     # --- submission -----------------------------------------------------------------------------
 
@@ -229,8 +244,16 @@ class Executor(RemoteExecutor):
             self.report_job_submission(info)
 
     def submit(self, info):
-        """pjsub for one job: True when submitted (info.external_jobid set) or held back for a
-        limit (tried again later); False when the job failed (reported)."""
+        """pjsub for one job (a place reserved by room()): True when submitted
+        (info.external_jobid set) or held back for a limit (tried again later); False when the
+        job failed (reported)."""
+        try:
+            return self._submit(info)
+        finally:
+            with self.submit_lock:
+                self.reserved -= 1
+
+    def _submit(self, info):
         job = info.job
         name = job_name(job.name)
         log_dir = log_dir_of(self.logdir, job.name)
@@ -248,7 +271,7 @@ class Executor(RemoteExecutor):
         if job_id is None and refused_for_limit(done.stdout + done.stderr):
             with self.submit_lock:
                 self.budget = max(1, len(self.in_flight))
-                self.refused_until = time.monotonic() + 30
+                self.refused_until = time.monotonic() + 10
             self.logger.warning(f"PJM refused job {job.jobid} ({job.name}) for a limit; it is submitted again "
                                 f"when fewer jobs are in flight (now {len(self.in_flight)}): "
                                 f"{(done.stdout + done.stderr).strip()}")
@@ -333,14 +356,12 @@ class Executor(RemoteExecutor):
         for info in active_jobs:
             if info.external_jobid:
                 continue
+            if self.gave_up:
+                self.report_job_error(info, msg=f"not submitted: {self.gave_up}\n")
+                continue
             with self.submit_lock:
                 ready = self.room()
-            if ready and not self.gave_up:
-                if await asyncio.to_thread(self.submit, info):  # submitted, or held back again
-                    yield info
-            elif self.gave_up:
-                self.report_job_error(info, msg=f"not submitted: {self.gave_up}\n")
-            else:
+            if not ready or await asyncio.to_thread(self.submit, info):  # (held back again: True)
                 yield info
 
     async def give_up(self, active_jobs, round_):

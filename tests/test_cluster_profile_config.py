@@ -62,3 +62,22 @@ def test_the_pjm_plugins_messages_are_what_the_retries_read():
             assert (set(failure.short_of), failure.node) == expected[kind], reason
     disk = judge("9", {"ST": "EXT", "EC": "137", "PC": "13", "SN": "9"})
     assert disk.kind == "disk" and set(classify(disk.reason).short_of) == {"pjm_localtmp"}
+
+
+def test_a_pjm_memory_kill_is_retried_with_more_memory_only_where_pjsub_gets_it():
+    """The executor's message of a memory kill: with --pjm-node-mem (pjsub -L node-mem= from
+    mem_mb) the retry policy grows mem_mb; without it the node's memory is fixed, and the retry
+    policy stops the retry (the message says why); other kinds are worded alike either way."""
+    from snakemake_executor_plugin_pjm.pjm import failure_message, judge
+
+    from genomon_smk.runtime.retries import classify
+
+    logs = ["/w/pjm-logs/map_reads/smk-map_reads.7.out", "/w/pjm-logs/map_reads/smk-map_reads.7.err"]
+    for code in ("12", "23"):
+        end = judge("7", {"ST": "EXT", "EC": "137", "PC": code, "SN": "9"})
+        fixed = classify(failure_message(end, node_mem=False, logs=logs))
+        assert not fixed.retried and "memory cannot grow on this cluster" in fixed.reported
+        assert "/w/pjm-logs/map_reads/smk-map_reads.7.out" in fixed.reported
+        assert set(classify(failure_message(end, node_mem=True, logs=logs)).short_of) == {"mem_mb"}
+    elapse = judge("8", {"ST": "EXT", "EC": "137", "PC": "11", "SN": "9"})
+    assert set(classify(failure_message(elapse, node_mem=False)).short_of) == {"runtime"}

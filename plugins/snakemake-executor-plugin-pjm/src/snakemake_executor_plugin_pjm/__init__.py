@@ -32,6 +32,7 @@ from snakemake_interface_executor_plugins.settings import CommonSettings, Execut
 from .pjm import (
     StatusRounds,
     accept_budget,
+    failure_message,
     given_up,
     installed_versions,
     job_exec_prefix,
@@ -394,14 +395,9 @@ class Executor(RemoteExecutor):
 
     def job_failed(self, info, end):
         grow, why_not = retry_advice(end, self.settings.node_mem)
-        message = end.reason
-        if why_not:
-            message += f"; not retried: {why_not}"
         logs = info.aux.get("logs", [])
-        if logs:
-            message += f" [PJM logs: {', '.join(logs)}]"
         self.record_failure(info, end, grow, why_not, logs)
-        self.report_job_error(info, msg=message + "\n", aux_logs=logs)
+        self.report_job_error(info, msg=failure_message(end, self.settings.node_mem, logs) + "\n", aux_logs=logs)
 
     def record_failure(self, info, end, grow=None, why_not=None, logs=()):
         """One JSON line per failed job in LOGDIR/job-failures.jsonl: what a retry policy needs

@@ -165,6 +165,18 @@ def retry_advice(end, node_mem):
     return GROWS.get(end.kind), None
 
 
+def failure_message(end, node_mem, logs=()):
+    """The job error the executor reports for a failed End: its reason, why a retry cannot help
+    (if so: read by genomon-smk's retry policy), and the job's PJM log files (kept)."""
+    _, why_not = retry_advice(end, node_mem)
+    message = end.reason
+    if why_not:
+        message += f"; not retried: {why_not}"
+    if logs:
+        message += f" [PJM logs: {', '.join(logs)}]"
+    return message
+
+
 def _code(value):
     return int(value) if re.fullmatch(r"\d+", value or "") else None
 

@@ -10,6 +10,8 @@ slurmstepd writes `CANCELLED ... DUE TO TIME LIMIT` or `exceeded memory limit`):
   times (1 + the earlier attempts short of it) -- `runtime` x 2 after one timeout -- whatever
   the value came from (the rule table genomon_smk.plan.rules, the profile's default-resources,
   a --set-resources); the other resources stay;
+  -- except where the executor says it cannot grow (the PJM plugin's memory kill without
+  `--pjm-node-mem`: a PJM job has its whole node's memory already), which is not retried;
 - a node failure: retried as it was;
 - anything else (a tool's error, bad input, a cancelled job): the next attempt does no work. The
   Snakemake process writes the first error to a marker file (.snakemake/genomon-retry/, keyed by

@@ -530,3 +530,40 @@ def test_accept_limit_refuses_pjsub_and_pjstat_limit_shows_it(pjm):
     assert re.search(r"ru-accept\s+2\s+2", limits)
     pjm.run("pjdel", *jobs)
     assert pjm.submit(sleeper, env=env)  # room again
+
+
+@pytest.mark.timeout(120)
+def test_a_bounded_pjstat_outage_ends_the_run_with_its_jobs_cancelled(pjm):
+    """The tester's case: pjstat fails while a job runs. The run ends only after the outage
+    bound (here 3 s and 2 rounds), and the job it gives up on is cancelled with pjdel first: no
+    orphan keeps running to overwrite a rerun's outputs."""
+    (pjm.work / "Snakefile").write_text('rule slow:\n    output:\n        "slow.txt",\n'
+                                        '    shell:\n        "sleep 40 && touch {output}"\n')
+    env = dict(pjm.env, PATH="%s:%s" % (pjm.env["PATH"], SNAKEMAKE.parent))
+    proc = subprocess.Popen(
+        [str(SNAKEMAKE), "--executor", "pjm", "--jobs", "1", "--seconds-between-status-checks", "1",
+         "--pjm-compute-venv", str(LOGIN_VENV_BIN.parent), "--pjm-status-outage-seconds", "3",
+         "--pjm-status-outage-rounds", "2", "--pjm-status-timeout-seconds", "5"],
+        cwd=pjm.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if "with PJM jobid" in line:
+                break
+        pjm.wait_state("1", "RUN")
+        (pjm.home / "outage").write_text("pjstat fail\n")
+        log = "".join(seen) + proc.communicate(timeout=90)[0]
+    finally:
+        proc.kill()
+        (pjm.home / "outage").unlink(missing_ok=True)
+    assert proc.returncode != 0, log[-3000:]
+    assert re.search(r"PJM job 1 given up: pjstat failed for \d+s \(\d+ status rounds in a row\); the job was "
+                     r"cancelled with pjdel", log), log[-3000:]
+    assert "pjdel Job 1 canceled" in log and "kept as running" in log
+    row = pjm.wait_final("1")
+    assert (row["ST"], row["PC"]) == ("CCL", "1")
+    failures = [json.loads(line) for line in (pjm.work / ".snakemake" / "pjm-logs" / "job-failures.jsonl")
+                .read_text().splitlines()]
+    assert [(f["pjm_jobid"], f["kind"], f["retry"]) for f in failures] == [("1", "status-outage", False)]
+    assert not (pjm.work / "slow.txt").exists()

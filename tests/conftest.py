@@ -557,3 +557,46 @@ def retuned_jobs(config_path, section, key, value):
     made_in = Path(config_path).with_name(MADE_IN)
     result = run_snakemake(retuned, "-n", cwd=made_in.read_text() if made_in.exists() else None)
     return job_stats(result.stdout + result.stderr)
+
+
+# The PJM tests run as on Fugaku, whose login nodes (x86-64) and compute nodes (aarch64) cannot
+# run each other's binaries: the emulator's foreign-architecture mode makes this interpreter's
+# bin/ (the login venv) unexecutable inside every job ('cannot execute binary file: Exec format
+# error'), and jobs run the compute venv below (plugin setting --pjm-compute-venv).
+LOGIN_VENV_BIN = Path(sys.executable).parent
+
+
+def make_compute_venv(root: Path) -> Path:
+    """A venv at root standing for the compute nodes' venv: its own interpreter (a link to the
+    base Python, not through the login venv), the login venv's packages (their *.dist-info too,
+    which the plugin reads to compare versions) linked into its site-packages, and its own copies
+    of the login venv's console scripts, their #! naming its interpreter."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, capture_output=True)
+    login_site = Path(sysconfig_path("purelib"))
+    site = root / login_site.relative_to(Path(sys.prefix))
+    for entry in login_site.iterdir():
+        if not (site / entry.name).exists():
+            (site / entry.name).symlink_to(entry)
+    python = root / "bin" / "python"
+    for script in LOGIN_VENV_BIN.iterdir():
+        target = root / "bin" / script.name
+        if target.exists() or target.is_symlink() or not script.is_file():
+            continue
+        with open(script, "rb") as handle:
+            first = handle.readline()
+        if first.startswith(b"#!") and str(LOGIN_VENV_BIN).encode() in first:
+            body = script.read_bytes().split(b"\n", 1)[1]
+            target.write_bytes(b"#!" + str(python).encode() + b"\n" + body)
+            target.chmod(0o755)
+    return root
+
+
+def sysconfig_path(name: str) -> str:
+    import sysconfig
+    return sysconfig.get_paths()[name]
+
+
+@pytest.fixture(scope="session")
+def compute_venv(tmp_path_factory):
+    """The compute side's venv for the PJM tests (see make_compute_venv)."""
+    return make_compute_venv(tmp_path_factory.mktemp("compute") / "venv")

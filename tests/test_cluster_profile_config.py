@@ -62,3 +62,28 @@ def test_the_pjm_plugins_failure_kinds_are_what_the_retries_read():
             assert (set(failure.short_of), failure.node) == expected[kind], end.reason
     disk = judge("9", {"ST": "EXT", "EC": "137", "PC": "13", "SN": "9"})
     assert disk.kind == "disk" and set(classify(disk.reason, disk.kind).short_of) == {"pjm_localtmp"}
+
+
+def test_a_pjm_memory_kill_is_retried_with_more_memory_only_where_pjsub_gets_it():
+    """The executor's message of a memory kill: with --pjm-node-mem (pjsub -L node-mem= from
+    mem_mb) the retry policy grows mem_mb; without it the node's memory is fixed, and the retry
+    policy stops the retry (the message says why); other kinds are worded alike either way."""
+    from snakemake_executor_plugin_pjm.pjm import failure_message, judge, retry_advice
+
+    from genomon_smk.runtime.retries import classify, pjm_fixed
+
+    def retried(end, node_mem):
+        # The plugin's failure record as record_failure writes it: its kind and whether a retry can help.
+        grow, why_not = retry_advice(end, node_mem)
+        record = {"kind": end.kind, "grow": grow, "retry": why_not is None}
+        return classify(failure_message(end, node_mem, logs), end.kind, "", pjm_fixed(record))
+
+    logs = ["/w/pjm-logs/map_reads/smk-map_reads.7.out", "/w/pjm-logs/map_reads/smk-map_reads.7.err"]
+    for code in ("12", "23"):
+        end = judge("7", {"ST": "EXT", "EC": "137", "PC": code, "SN": "9"})
+        fixed = retried(end, node_mem=False)
+        assert not fixed.retried and "memory cannot grow on this cluster" in fixed.reported
+        assert "/w/pjm-logs/map_reads/smk-map_reads.7.out" in fixed.reported
+        assert set(retried(end, node_mem=True).short_of) == {"mem_mb"}
+    elapse = judge("8", {"ST": "EXT", "EC": "137", "PC": "11", "SN": "9"})
+    assert set(retried(elapse, node_mem=False).short_of) == {"runtime"}

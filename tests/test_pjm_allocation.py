@@ -14,6 +14,7 @@ import re
 import subprocess
 import time
 from collections import Counter, defaultdict
+from importlib import metadata
 
 import pytest
 
@@ -44,7 +45,7 @@ def rule_of(jobscript):
 
 
 def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scenario_root, request,
-                                                         tmp_path, monkeypatch):
+                                                         tmp_path, monkeypatch, compute_venv):
     monkeypatch.setenv("FAKEPJM_KEEP_TMP", "1")  # keep the job's LLIO areas, to look into them afterwards
     monkeypatch.setenv("GENOMON_SMK_SLOTS_PER_NODE", str(SLOTS_PER_NODE))
     # From a project directory outside the checkout: the job runs Snakemake there, so the config
@@ -70,6 +71,8 @@ def test_pjm_allocation_runs_the_pipeline_inside_one_job(pjm_env, testdata, scen
     print(f"pjm-allocation run of the .test pipeline: {time.monotonic() - started:.0f} s")
     output = log.read_text()
     assert row == ("genomon-smk", "EXT", "0", "0"), output[-5000:]
+    # Snakemake ran in the job from the compute venv (the login venv cannot run inside jobs here).
+    assert f"{compute_venv}/bin/snakemake --snakefile" in (pjm_env / "jobs" / job / "script").read_text()
     assert list(finished_jobs(dict(os.environ))) == [job]  # no other PJM job: every rule ran inside it
     steps = int(re.search(r"(\d+) of \1 steps \(100%\) done", output).group(1))
 
@@ -124,6 +127,27 @@ def test_submit_refuses_a_job_without_shared_temporary_storage_or_config(tmp_pat
     no_config = subprocess.run(["bash", submit, "--llio", "sharedtmp-size=1Gi", "--", "-n"],
                                cwd=tmp_path, capture_output=True, text=True)
     assert no_config.returncode == 2 and "--configfile" in no_config.stderr
+
+
+def test_submit_refuses_a_compute_venv_of_other_versions(pjm_env, tmp_path):
+    """The job runs the compute venv (GENOMON_SMK_COMPUTE_VENV): its installed versions, read
+    as files, must be the login venv's, or nothing is submitted."""
+    venv = tmp_path / "other-venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    (site / "snakemake-1.0.0.dist-info").mkdir(parents=True)
+    (site / "snakemake-1.0.0.dist-info" / "METADATA").write_text("Name: snakemake\nVersion: 1.0.0\n")
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin").mkdir()
+    (venv / "bin" / "snakemake").write_text("#!/bin/sh\n")
+    refused = subprocess.run(["bash", str(REPO / "profiles" / "pjm-allocation" / "submit"), "--llio",
+                              "sharedtmp-size=1Gi", "--", "--configfile", "x.yaml"],
+                             cwd=tmp_path, capture_output=True, text=True,
+                             env=dict(os.environ, GENOMON_SMK_COMPUTE_VENV=str(venv)))
+    assert refused.returncode == 1 and refused.stdout == "", refused.stderr
+    assert f"the compute venv {venv} does not match" in refused.stderr
+    assert "snakemake is 9." in refused.stderr and "but 1.0.0 in the compute venv" in refused.stderr
+    assert f"genomon-smk {metadata.version('genomon-smk')} is not installed in the compute venv" in refused.stderr
+    assert not (pjm_env / "jobs").exists() or not list((pjm_env / "jobs").iterdir())
 
 
 def test_step_adapters_place_report_and_cancel_rule_jobs(pjm_env, tmp_path):

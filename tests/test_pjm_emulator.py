@@ -6,6 +6,7 @@ between tests. Jobs are tiny shell scripts; the slowest parts are the 1 s elapse
 Snakemake runs through the plugin.
 """
 
+import asyncio
 import json
 import os
 import re
@@ -18,7 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from snakemake_executor_plugin_pjm.pjm import StatusRounds, submitted_job_id
+from conftest import LOGIN_VENV_BIN
+from snakemake_executor_plugin_pjm.pjm import StatusRounds, parse_limits, refused_for_limit, submitted_job_id
 
 pytestmark = pytest.mark.pjm
 
@@ -119,8 +121,11 @@ class Pjm:
     def status(self, jid, grace_seconds=120):
         """The plugin's judgement of one job from this emulator's pjstat: None while it runs, or
         its End (success, kind, reason)."""
-        rounds = StatusRounds(lambda args: self.run("pjstat", *args, check=False).stdout, grace_seconds)
-        return rounds.check([jid])[jid]
+        async def pjstat(args):
+            done = self.run("pjstat", *args, check=False)
+            return done.stdout if done.returncode == 0 else None
+
+        return asyncio.run(StatusRounds(pjstat, grace_seconds).check([jid])).status[jid]
 
 
 def test_submit_prints_banner_or_bare_id(pjm):
@@ -404,18 +409,26 @@ rule c:
 
 
 @pytest.mark.timeout(120)
-def test_snakemake_through_the_pjm_executor_plugin(pjm):
+def test_snakemake_through_the_pjm_executor_plugin(pjm, compute_venv):
     """--executor pjm: pjsub with the resources' options (elapse, resource group, group, LLIO
-    size), -X, job names smk-RULE, PJM's job output in the log directory."""
+    size), -X, job names smk-RULE, PJM's job output in a directory per rule, removed when the job
+    succeeded. The login venv cannot run inside the jobs (the emulator's foreign-architecture
+    mode): they run the compute venv's Snakemake, which the plugin checked first."""
     (pjm.work / "Snakefile").write_text(SNAKEFILE)
     (pjm.work / "ref.txt").write_text("reference\n")
-    env = dict(pjm.env, PATH="%s:%s" % (pjm.env["PATH"], SNAKEMAKE.parent), FAKEPJM_MAX_RUNNING="2")
-    result = subprocess.run(
-        [str(SNAKEMAKE), "--executor", "pjm", "--jobs", "2", "--seconds-between-status-checks", "1",
-         "--default-resources", "runtime=5", "pjm_rscgrp='large'", "pjm_group='grp1'", "pjm_localtmp='1Mi'",
-         "--latency-wait", "5", "--pjm-logdir", "pjm-logs"],
-        cwd=pjm.work, env=env, capture_output=True, text=True, timeout=110)
+    env = dict(pjm.env, PATH="%s:%s" % (pjm.env["PATH"], SNAKEMAKE.parent), FAKEPJM_MAX_RUNNING="2",
+               FAKEPJM_FOREIGN_ARCH=str(LOGIN_VENV_BIN))
+    command = [str(SNAKEMAKE), "--executor", "pjm", "--jobs", "2", "--seconds-between-status-checks", "1",
+               "--default-resources", "runtime=5", "pjm_rscgrp='large'", "pjm_group='grp1'", "pjm_localtmp='1Mi'",
+               "--latency-wait", "5", "--pjm-logdir", "pjm-logs"]
+    # No compute side given: refused before any job.
+    refused = subprocess.run(command, cwd=pjm.work, env=env, capture_output=True, text=True, timeout=110)
+    assert refused.returncode != 0 and "no interpreter for the compute nodes" in refused.stderr, refused.stderr[-3000:]
+    assert not (pjm.home / "jobs").exists() or not list((pjm.home / "jobs").iterdir())
+    result = subprocess.run([*command, "--pjm-compute-venv", str(compute_venv)],
+                            cwd=pjm.work, env=env, capture_output=True, text=True, timeout=110)
     assert result.returncode == 0, result.stderr[-3000:]
+    assert f"jobs run {compute_venv}/bin/python (compute venv {compute_venv}" in result.stderr
     final = (pjm.work / "c" / "final.txt").read_text().splitlines()
     assert final[:2] == ["a", "d"]
     job, localtmp = dict(kv.split("=", 1) for kv in final[2].split()).values()
@@ -425,13 +438,20 @@ def test_snakemake_through_the_pjm_executor_plugin(pjm):
     assert all((r["ST"], r["EC"], r["PC"]) == ("EXT", "0", "0") for r in rows)
     assert {(r["ELAPSE_LIM"], r["RSC_GRP"], r["GROUP"]) for r in rows} == {("0000:05:00", "large", "grp1")}
     assert json.loads((pjm.home / "jobs" / job / "job.json").read_text())["llio"] == {"localtmp-size": "1Mi"}
-    assert (pjm.work / "pjm-logs" / f"smk-c.{job}.out").exists() and (pjm.work / "pjm-logs" / f"smk-c.{job}.err").exists()
+    # The job scripts ran the compute venv's Snakemake, its bin/ first on PATH.
+    script = (pjm.home / "jobs" / job / "script").read_text()
+    assert f"export PATH={compute_venv}/bin:" in script and f"{compute_venv}/bin/python -m snakemake" in script
+    assert str(SNAKEMAKE.parent / "python") not in script
+    # One log directory per rule; the successful jobs' logs are gone.
+    assert sorted(p.name for p in (pjm.work / "pjm-logs").iterdir()) == ["a", "c", "d"]
+    assert [p for p in (pjm.work / "pjm-logs").rglob("*") if p.is_file()] == []
     log = (pjm.home / "llio.log").read_text().split()
     assert log[1:] == [job, "transfer", str(pjm.work / "ref.txt")]
 
 
 @pytest.mark.timeout(90)
 def test_snakemake_interrupt_cancels_pjm_job(pjm):
+    """(Login and compute side share the login venv here: --pjm-compute-venv names it.)"""
     """SIGINT to snakemake must reach the plugin's pjdel: the job ends as CCL and writes nothing."""
     (pjm.work / "Snakefile").write_text('rule slow:\n    output:\n        "slow.txt",\n'
                                         '    shell:\n        "sleep 60 && touch {output}"\n')
@@ -441,7 +461,7 @@ def test_snakemake_interrupt_cancels_pjm_job(pjm):
                       "os.execv(sys.argv[1], sys.argv[1:])")
     proc = subprocess.Popen(
         [sys.executable, "-c", restore_sigint, str(SNAKEMAKE), "--executor", "pjm", "--jobs", "1",
-         "--seconds-between-status-checks", "1"],
+         "--seconds-between-status-checks", "1", "--pjm-compute-venv", str(LOGIN_VENV_BIN.parent)],
         cwd=pjm.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         # SIGINT only once Snakemake has taken the job id from pjsub's answer: before that it has
@@ -460,4 +480,90 @@ def test_snakemake_interrupt_cancels_pjm_job(pjm):
     assert "pjdel Job 1 canceled" in log
     row = pjm.wait_final("1")
     assert (row["ST"], row["PC"]) == ("CCL", "1")
+    assert not (pjm.work / "slow.txt").exists()
+
+
+def test_foreign_architecture_mode(pjm, tmp_path):
+    """FAKEPJM_FOREIGN_ARCH: inside a job, everything in the named directories is a binary of the
+    other architecture (an x86 venv on an aarch64 compute node); outside, nothing changes."""
+    login = tmp_path / "login-bin"
+    login.mkdir()
+    (login / "python").symlink_to(sys.executable)
+    script = pjm.script("arch.sh", f"""
+        #!/bin/bash
+        {login}/python -c 'print("ran")'
+        echo "rc=$?"
+        ls {login}
+        """)
+    job = pjm.submit("-j", "-o", "arch.out", script, env=dict(pjm.env, FAKEPJM_FOREIGN_ARCH=str(login)))
+    assert pjm.wait_final(job)["EC"] == "0"
+    out = (pjm.work / "arch.out").read_text()
+    assert "python: cannot execute binary file: Exec format error" in out and "rc=126" in out, out
+    assert "python" in out.split("rc=126")[1]  # the same names, other binaries
+    assert subprocess.run([login / "python", "-c", "print(1)"], capture_output=True).returncode == 0
+    job = pjm.submit("-j", "-o", "native.out", script)
+    pjm.wait_final(job)
+    assert "ran\nrc=0" in (pjm.work / "native.out").read_text()
+
+
+def test_outage_file_makes_commands_fail_or_hang(pjm):
+    (pjm.home).mkdir(exist_ok=True)
+    (pjm.home / "outage").write_text("pjstat fail\npjdel hang\n")
+    failed = pjm.run("pjstat", "-v", check=False)
+    assert failed.returncode == 1 and failed.stderr.startswith("[ERR.] PJM 0010 pjstat ")
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run(["pjdel", "1"], env=pjm.env, capture_output=True, timeout=2)
+    assert pjm.run("pjsub", "-z", "jid", pjm.script("ok.sh", "true\n")).returncode == 0  # not listed: works
+    (pjm.home / "outage").unlink()
+    assert pjm.run("pjstat", "-v").returncode == 0
+
+
+def test_accept_limit_refuses_pjsub_and_pjstat_limit_shows_it(pjm):
+    env = dict(pjm.env, FAKEPJM_ACCEPT_LIMIT="2", FAKEPJM_MAX_RUNNING="1")
+    sleeper = pjm.script("sleep.sh", "sleep 30\n")
+    jobs = [pjm.submit(sleeper, env=env) for _ in range(2)]
+    refused = pjm.run("pjsub", sleeper, env=env, check=False)
+    assert refused.returncode == 1 and "ru-accept=2" in refused.stderr
+    assert refused_for_limit(refused.stderr)
+    limits = pjm.run("pjstat", "--limit", env=env).stdout
+    assert parse_limits(limits) == {"ru-accept": 2, "ru-run-job": 1}
+    assert re.search(r"ru-accept\s+2\s+2", limits)
+    pjm.run("pjdel", *jobs)
+    assert pjm.submit(sleeper, env=env)  # room again
+
+
+@pytest.mark.timeout(120)
+def test_a_bounded_pjstat_outage_ends_the_run_with_its_jobs_cancelled(pjm):
+    """The tester's case: pjstat fails while a job runs. The run ends only after the outage
+    bound (here 3 s and 2 rounds), and the job it gives up on is cancelled with pjdel first: no
+    orphan keeps running to overwrite a rerun's outputs."""
+    (pjm.work / "Snakefile").write_text('rule slow:\n    output:\n        "slow.txt",\n'
+                                        '    shell:\n        "sleep 40 && touch {output}"\n')
+    env = dict(pjm.env, PATH="%s:%s" % (pjm.env["PATH"], SNAKEMAKE.parent))
+    proc = subprocess.Popen(
+        [str(SNAKEMAKE), "--executor", "pjm", "--jobs", "1", "--seconds-between-status-checks", "1",
+         "--pjm-compute-venv", str(LOGIN_VENV_BIN.parent), "--pjm-status-outage-seconds", "3",
+         "--pjm-status-outage-rounds", "2", "--pjm-status-timeout-seconds", "5"],
+        cwd=pjm.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if "with PJM jobid" in line:
+                break
+        pjm.wait_state("1", "RUN")
+        (pjm.home / "outage").write_text("pjstat fail\n")
+        log = "".join(seen) + proc.communicate(timeout=90)[0]
+    finally:
+        proc.kill()
+        (pjm.home / "outage").unlink(missing_ok=True)
+    assert proc.returncode != 0, log[-3000:]
+    assert re.search(r"PJM job 1 given up: pjstat failed for \d+s \(\d+ status rounds in a row\); the job was "
+                     r"cancelled with pjdel", log), log[-3000:]
+    assert "pjdel Job 1 canceled" in log and "kept as running" in log
+    row = pjm.wait_final("1")
+    assert (row["ST"], row["PC"]) == ("CCL", "1")
+    failures = [json.loads(line) for line in (pjm.work / ".snakemake" / "pjm-logs" / "job-failures.jsonl")
+                .read_text().splitlines()]
+    assert [(f["pjm_jobid"], f["kind"], f["retry"]) for f in failures] == [("1", "status-outage", False)]
     assert not (pjm.work / "slow.txt").exists()

@@ -9,7 +9,12 @@ paths, with no config file but the user's (the LLIO tiers come with the profile)
 
 One Snakemake run (--keep-going, so everything that does not need the two stopped map jobs is
 done meanwhile) loses one map job to its elapse limit and one to pjdel; the rerun finishes the
-pipeline, so the pipeline runs through PJM about once.
+pipeline, so the pipeline runs through PJM about once. Both runs meet Fugaku at first contact:
+the login venv cannot run inside the jobs (the emulator's foreign-architecture mode; the jobs
+run the compute venv), an accept limit below --jobs (read from `pjstat --limit` and kept; in the
+rerun three jobs of the user's own fill it, so pjsub refuses and the plugin submits again later),
+and in the rerun a pjstat outage (hanging, then failing) longer than the grace period: every job
+ends with its results, and no job is ever submitted twice while its first copy runs.
 """
 
 import json
@@ -23,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (REPO, SNAKEMAKE_MODULE, assert_same_pair_results, finish_interruptible, pair_targets,
-                      scenario_variant, write_config)
+from conftest import (LOGIN_VENV_BIN, REPO, SNAKEMAKE_MODULE, assert_same_pair_results, finish_interruptible,
+                      pair_targets, scenario_variant, write_config)
 from genomon_smk.plan.reference import reference_files
 
 pytestmark = [pytest.mark.pjm, pytest.mark.workflow, pytest.mark.timeout(900)]
@@ -74,6 +79,8 @@ def pjstat_rounds(log, interval=1):
     last = None
     for line in log.read_text().splitlines():
         when, listed, args = line.split(" ", 2)
+        if args == "--limit":  # once, at the start of a run
+            continue
         if args == "-v":
             assert last is None or float(when) - last >= interval * 0.95, line
             last = float(when)
@@ -112,14 +119,20 @@ def finished_jobs(env):
 
 
 @pytest.fixture
-def pjm_env(tmp_path, monkeypatch, no_slurm_probe):
-    """The emulator on PATH, its state in tmp_path; leftover jobs are cancelled afterwards."""
+def pjm_env(tmp_path, monkeypatch, no_slurm_probe, compute_venv):
+    """The emulator on PATH, its state in tmp_path; leftover jobs are cancelled afterwards. As on
+    Fugaku, the login venv cannot run inside a job (the emulator's foreign-architecture mode: an
+    x86 binary on an aarch64 node); jobs run the compute venv (GENOMON_SMK_COMPUTE_VENV for
+    profiles/pjm-allocation/submit, --pjm-compute-venv for profiles/pjm)."""
     home = tmp_path / "fakepjm"
     # no_slurm_probe's PATH: a PJM machine has no Slurm to probe at every Snakemake start.
-    monkeypatch.setenv("PATH", f"{PJM_BIN}:{REPO / '.venv' / 'bin'}:{no_slurm_probe['PATH']}")
+    monkeypatch.setenv("PATH", f"{PJM_BIN}:{LOGIN_VENV_BIN}:{no_slurm_probe['PATH']}")
     monkeypatch.setenv("FAKEPJM_HOME", str(home))
     monkeypatch.setenv("FAKEPJM_MAX_RUNNING", "3")
+    monkeypatch.setenv("FAKEPJM_FOREIGN_ARCH", str(LOGIN_VENV_BIN))
+    monkeypatch.setenv("GENOMON_SMK_COMPUTE_VENV", str(compute_venv))
     yield home
+    (home / "outage").unlink(missing_ok=True)
     current = subprocess.run(["pjstat"], capture_output=True, text=True).stdout.splitlines()[1:]
     leftovers = [line.split()[0] for line in current if line.strip()]
     if leftovers:
@@ -134,15 +147,40 @@ def wait_for_file(path, proc, timeout):
     return path.read_text().strip() if path.exists() else None
 
 
+def job_records(home):
+    """{PJM job id: the emulator's record} of every job submitted."""
+    return {int(path.parent.name): json.loads(path.read_text()) for path in (home / "jobs").glob("*/job.json")}
+
+
+def target_of(home, job):
+    """The Snakemake job a PJM job ran (its job script's --target-jobs), or None (not Snakemake's)."""
+    found = re.search(r"--target-jobs\s+(\S+)", (home / "jobs" / str(job) / "script").read_text())
+    return found.group(1) if found else None
+
+
+def most_accepted_at_once(records):
+    """The most of `records` accepted and not yet ended at one instant."""
+    events = sorted([(rec["accept_time"], 1) for rec in records] + [(rec["end_time"], -1) for rec in records],
+                    key=lambda event: (event[0], event[1]))
+    most = now = 0
+    for _, step in events:
+        now += step
+        most = max(most, now)
+    return most
+
+
 def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env, testdata, scenario_root,
-                                                                          request, tmp_path,
+                                                                          request, tmp_path, compute_venv,
                                                                           monkeypatch):
     project = project_directory(tmp_path)
     scenario_variant(scenario_root, "config-pair", project, map={"threads": 1}, markdup={"threads": 1})
     results = project / "results"
     command = [*profile_command(project), "--configfile", "config.yaml", *TEST_MACHINE,
-               "--pjm-logdir", str(tmp_path / "pjm-logs")]
+               "--pjm-logdir", str(tmp_path / "pjm-logs"), "--pjm-compute-venv", str(compute_venv)]
     recorder = pjstat_recorder(tmp_path / "pjstat-recorder")
+    # Fugaku's per-user limit of accepted jobs (pjstat --limit: ru-accept), below --jobs 6: the
+    # plugin reads it at the start and never has more jobs accepted; pjsub refuses beyond it.
+    monkeypatch.setenv("FAKEPJM_ACCEPT_LIMIT", "4")
 
     # 1. bwa of two map jobs sleeps first, each writing its PJM job id: tumor chunk 0000 outlives
     #    the 1-minute elapse limit of the map jobs (PJM kills it, PJM CODE 11), normal chunk 0000
@@ -169,6 +207,12 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     subprocess.run(["pjdel", removed], check=True, capture_output=True)
     rc, output = finish_interruptible(proc, tmp_path / "killed.out", timeout=400)
     assert rc != 0, output[-3000:]
+    # The jobs ran the compute venv (the login venv cannot run in them), checked at the start.
+    assert f"PJM: jobs run {compute_venv}/bin/python (compute venv {compute_venv}; snakemake " in output
+    assert "at most 4 jobs accepted at once (ru-accept of 'pjstat --limit')" in output
+    run1 = job_records(pjm_env)
+    assert most_accepted_at_once(run1.values()) == 4, run1  # the limit was reached, never passed
+    assert "PJM refused job" not in output
     killed = re.findall(r"PJM job (\d+) failed: elapse limit exceeded \(ST EXT, PJM CODE 11, EXIT CODE 137", output)
     assert killed == [(slow / "tumor.job").read_text().strip()], output[-5000:]
     assert re.search(rf"PJM job {removed} failed: cancelled by pjdel \(ST CCL, PJM CODE 1,", output), output[-5000:]
@@ -183,19 +227,80 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     map_logs = results / "logs" / "map_reads"
     assert sorted(str(p.relative_to(map_logs)) for p in map_logs.rglob("*.log")) == [
         f"{sample}/000{chunk}.log" for sample in ("normal", "tumor") for chunk in range(4)]
-    assert (tmp_path / "pjm-logs" / f"smk-map_reads.{killed[0]}.out").exists()  # PJM's own job output
+    # PJM's own job output: kept for the failed jobs, in the rule's directory, named in the error;
+    # gone for the jobs that succeeded.
+    map_pjm_logs = tmp_path / "pjm-logs" / "map_reads"
+    assert sorted(p.name for p in map_pjm_logs.iterdir()) == sorted(
+        f"smk-map_reads.{job}.{ext}" for job in (killed[0], removed) for ext in ("out", "err"))
+    assert f"[PJM logs: {map_pjm_logs}/smk-map_reads.{killed[0]}.out, " in output
+    assert [p for p in (tmp_path / "pjm-logs").rglob("*.out") if p.parent != map_pjm_logs] == []
     # The two failures, machine-readable, for a retry policy.
     failures = [json.loads(line) for line in (tmp_path / "pjm-logs" / "job-failures.jsonl").read_text().splitlines()]
-    assert sorted((f["pjm_jobid"], f["rule"], f["wildcards"].get("sample"), f["kind"], f["pc"]) for f in failures) \
-        == sorted([(killed[0], "map_reads", "tumor", "elapse", "11"), (removed, "map_reads", "normal", "cancelled", "1")])
+    assert sorted((f["pjm_jobid"], f["rule"], f["wildcards"].get("sample"), f["kind"], f["pc"], f["grow"])
+                  for f in failures) == sorted([(killed[0], "map_reads", "tumor", "elapse", "11", "runtime"),
+                                                (removed, "map_reads", "normal", "cancelled", "1", None)])
+    assert all(f["logs"] and all(Path(log).exists() for log in f["logs"]) for f in failures)
 
-    # 2. The rerun (normal limits, killed jobs' partial outputs gone) completes the pipeline.
+    # 2. The rerun (normal limits, killed jobs' partial outputs gone) completes the pipeline,
+    #    through a limit and an outage:
+    #    - three jobs of the user's own are accepted when it starts: its first pjsub fills the
+    #      accept limit, the next ones are refused (not failed) and submitted later;
+    #    - pjstat fails (first hangs, then answers with an error) for longer than the grace
+    #      period of a missing job: the jobs in flight stay running, none is failed or submitted
+    #      again.
+    others = tmp_path / "others"
+    others.mkdir()
+    # They run until the rerun's pjsub was refused (released by the test), however long its start takes.
+    (others / "other.sh").write_text(f'until [ -e "{others}/release" ]; do sleep 0.2; done\n')
+    with monkeypatch.context() as patch:
+        patch.delenv("FAKEPJM_ACCEPT_LIMIT")
+        for _ in range(3):
+            subprocess.run(["pjsub", "-N", "other", "other.sh"], cwd=others, check=True, capture_output=True)
+    first_rerun_job = max(job_records(pjm_env)) + 1
+    outage_seconds = 25
     with monkeypatch.context() as patch:
         patch.setenv("PATH", f"{recorder}:{os.environ['PATH']}")
-        rc, output = run_snakemake([*command, "--", *pair_targets(results)], project, tmp_path / "rerun.out",
-                                   timeout=500)
+        proc = start_snakemake([*command, "--pjm-status-grace-seconds", "5", "--pjm-status-timeout-seconds", "2",
+                                "--", *pair_targets(results)], project, tmp_path / "rerun.out")
+    # The user's other jobs end once PJM has refused one of the rerun's; the outage starts once
+    # the rerun has jobs in flight beyond the first two map jobs.
+    for wanted in (lambda out: "PJM refused job" in out,
+                   lambda out: len(re.findall(r"submitted with PJM jobid", out)) >= 3):
+        deadline = time.monotonic() + 300
+        while proc.poll() is None and time.monotonic() < deadline:
+            if wanted((tmp_path / "rerun.out").read_text()):
+                break
+            time.sleep(0.5)
+        (others / "release").touch()
+    (pjm_env / "outage").write_text("pjstat hang\n")
+    time.sleep(10)
+    (pjm_env / "outage").write_text("pjstat fail\n")
+    time.sleep(outage_seconds - 10)
+    (pjm_env / "outage").unlink()
+    rc, output = finish_interruptible(proc, tmp_path / "rerun.out", timeout=500)
     assert rc == 0, output[-5000:]
     assert_same_pair_results(results, request)
+    assert re.search(r"PJM refused job \d+ \(map_reads\) for a limit", output), output[-5000:]
+    assert "pjstat -v did not answer within 2s" in output and "pjstat -v failed (exit 1)" in output
+    outage = [(int(rounds), int(seconds)) for rounds, seconds in
+              re.findall(r"pjstat failed (\d+) round\(s\) in a row \((\d+)s\): \d+ job\(s\) kept as running", output)]
+    # longer than the grace period of a missing job (5 s), which used to fail every job in flight
+    assert any(rounds >= 3 and seconds >= 10 for rounds, seconds in outage), outage
+    assert "given up" not in output and "listed by neither" not in output
+    # No job ran twice: each Snakemake job of the rerun was submitted once, and no two PJM jobs of
+    # one Snakemake job (both runs) were ever accepted at the same time.
+    records = job_records(pjm_env)
+    rerun_targets = [target_of(pjm_env, job) for job in records if job >= first_rerun_job
+                     and records[job]["name"] != "other"]
+    assert len(rerun_targets) == len(set(rerun_targets)) and None not in rerun_targets, rerun_targets
+    by_target = defaultdict(list)
+    for job, rec in records.items():
+        if rec["name"] != "other":
+            by_target[target_of(pjm_env, job)].append((rec["accept_time"], rec["end_time"]))
+    for target, spans in by_target.items():
+        spans.sort()
+        assert all(earlier[1] <= later[0] for earlier, later in zip(spans, spans[1:])), (target, spans)
+    assert most_accepted_at_once(records.values()) <= 4
 
     # pjstat: one call per status round (two when jobs left the current list), whatever the number
     # of jobs in flight: up to six here (--jobs 6, three running, the rest queued).

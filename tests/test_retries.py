@@ -215,3 +215,22 @@ def test_the_slurm_plugins_own_error_report_decides_the_retry(tmp_path, monkeypa
     FailureHandler(attempts).handle(job_error([rule_log, *aux_logs], message))
     assert {name for name in ("runtime", "mem_mb", "pjm_localtmp") if attempts.factor(rule_log, name) == 2} == grown
     assert (attempts.state(rule_log, in_job=False)["stop"] is None) is (bool(grown) or node)
+
+
+def test_the_pjm_plugins_record_is_found_beside_the_per_rule_logs_and_says_what_cannot_grow(tmp_path):
+    """The PJM plugin writes LOGDIR/job-failures.jsonl and each job's logs in LOGDIR/RULE/: the
+    retry policy finds the job's record by its PJM id, and a record with retry false for a memory
+    kill (node memory fixed) keeps mem_mb from growing."""
+    from genomon_smk.runtime.retries import pjm_failure, pjm_fixed
+
+    (tmp_path / "map_reads").mkdir()
+    log = tmp_path / "map_reads" / "smk-map_reads.7.out"
+    log.write_text("")
+    records = [{"pjm_jobid": "6", "kind": "elapse", "retry": True},
+               {"pjm_jobid": "7", "kind": "memory", "retry": False, "why_not": "memory cannot grow"}]
+    (tmp_path / "job-failures.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    record = pjm_failure([str(log)])
+    assert record["kind"] == "memory" and pjm_fixed(record) == {"mem_mb"}
+    assert pjm_fixed(records[0]) == frozenset() and pjm_failure([str(tmp_path / "other.out")]) == {}
+    assert not classify("", record["kind"], "", pjm_fixed(record)).retried
+    assert classify("", "memory").short_of == {"mem_mb"}

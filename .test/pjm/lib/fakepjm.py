@@ -456,6 +456,8 @@ def build_job_record(jid, opts, script_name, args, home):
         "accept_time": time.time(), "start_time": None, "end_time": None,
         "supervisor_pid": None, "supervisor_ticks": None, "job_pid": None,
         "localtmp_max_bytes": 0, "sharedtmp_max_bytes": 0,
+        "foreign_arch": [os.path.abspath(path) for path in
+                         os.environ.get("FAKEPJM_FOREIGN_ARCH", "").split(":") if path],
     }
 
 
@@ -471,6 +473,27 @@ def job_environment_snapshot(opts):
     return env
 
 
+def accept_limit():
+    """The per-user limit of accepted (unfinished) jobs, ``ru-accept`` (``FAKEPJM_ACCEPT_LIMIT``;
+    unset or 0: none)."""
+    value = os.environ.get("FAKEPJM_ACCEPT_LIMIT", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def check_accept_limit(home):
+    """Refuse a submission beyond the accept limit, as pjsub does (no job is created)."""
+    limit = accept_limit()
+    if limit is None:
+        return
+    with Lock(home):
+        _reap_locked(home)
+        accepted = sum(1 for jid in active_job_ids(home)
+                       if (load_job(home, jid) or {}).get("st") in CURRENT_STATES)
+    if accepted >= limit:
+        raise PjmError(32, "Job limit exceeded: the number of accepted jobs (%d) would exceed the "
+                           "limit (ru-accept=%d)." % (accepted + 1, limit))
+
+
 def main_pjsub(argv):
     """pjsub [options] [script [args...]]"""
     try:
@@ -479,6 +502,7 @@ def main_pjsub(argv):
         directives, _ = parse_options(directive_words(text), stop_at_operand=False)
         opts = merge_options(directives, cli)
         home = pjm_home()
+        check_accept_limit(home)
         jid = allocate_job_id(home)
         try:
             rec = build_job_record(jid, opts, script_name, args, home)
@@ -656,6 +680,9 @@ def run_job(home, rec):
     with open(script, "rb") as handle:
         has_shebang = handle.read(2) == b"#!"
     cmd = ([script] if has_shebang else ["/bin/bash", script]) + rec["args"]
+    foreign = [path for path in rec.get("foreign_arch", []) if os.path.isdir(path)]
+    if foreign:
+        cmd = foreign_arch_command(foreign) + cmd
     try:
         proc = subprocess.Popen(cmd, cwd=rec["workdir"], env=build_job_env(home, rec),
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
@@ -668,6 +695,50 @@ def run_job(home, rec):
             err.close()
     update_job(home, jid, st="RUN", job_pid=proc.pid)
     return watch_job(home, rec, proc, dirs)
+
+
+# ELF e_machine of "the other architecture": aarch64 (A64FX) binaries on an x86-64 host and
+# x86-64 ones elsewhere, so that executing them fails as an x86 binary fails on a compute node.
+EM_X86_64, EM_AARCH64 = 62, 183
+
+
+def foreign_elf_header():
+    """A 64-byte ELF header of an executable for the other architecture (the kernel refuses it
+    with ENOEXEC; bash says 'cannot execute binary file: Exec format error')."""
+    import platform
+    import struct
+    machine = EM_X86_64 if platform.machine() in ("aarch64", "arm64") else EM_AARCH64
+    return (b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+            + struct.pack("<HHIQQQIHHHHHH", 2, machine, 1, 0x400000, 64, 0, 0, 64, 56, 0, 64, 0, 0))
+
+
+def foreign_arch_command(dirs):
+    """The prefix that runs a job with DIRS holding binaries of the other architecture: the job
+    gets its own mount namespace (unshare; as a non-root user with a user namespace too) in
+    which every entry of each dir is replaced by a foreign executable of the same name."""
+    prefix = ["unshare", "--mount", "--propagation", "private"]
+    if os.geteuid() != 0:
+        prefix[1:1] = ["--user", "--map-root-user"]
+    return prefix + [sys.executable, "-I", os.path.abspath(__file__), "foreign-exec", *dirs, "--"]
+
+
+def foreign_exec(argv):
+    """Inside the job's mount namespace: bind a directory of foreign executables over each dir,
+    then exec the job script (same process: the supervisor's pid and process group stay)."""
+    split = argv.index("--")
+    dirs, command = argv[:split], argv[split + 1:]
+    header = foreign_elf_header()
+    for number, path in enumerate(dirs):
+        shadow = os.path.join(os.environ["FAKEPJM_HOME"], "jobs", os.environ["PJM_JOBID"], "foreign-arch",
+                              str(number))
+        os.makedirs(shadow, exist_ok=True)
+        for name in os.listdir(path):
+            target = os.path.join(shadow, name)
+            with open(target, "wb") as handle:
+                handle.write(header)
+            os.chmod(target, 0o755)
+        subprocess.run(["mount", "--bind", shadow, path], check=True)
+    os.execv(command[0], command)
 
 
 def watch_job(home, rec, proc, dirs):
@@ -802,6 +873,8 @@ def main_pjstat(argv):
     """pjstat [-H] [-v] [-E] [-A] [id...]"""
     history = verbose = False
     wanted = set()
+    if argv == ["--limit"]:
+        return print_limits()
     for word in argv:
         if word == "-H":
             history = True
@@ -829,6 +902,26 @@ def main_pjstat(argv):
         if rec and rec["st"] in states and (not wanted or jid in wanted):
             rows.append(row_values(rec, now))
     sys.stdout.write(format_table(VERBOSE_COLUMNS if verbose else BASIC_COLUMNS, rows))
+    return 0
+
+
+def print_limits():
+    """``pjstat --limit``: the user's job limits of the resource unit (ru-*) with what is in use.
+    The layout is the emulator's (Fugaku's real one was not available): one limit per line, its
+    name, the value and the current use; ``unlimited`` where none is set."""
+    home = pjm_home()
+    reap_lost_jobs(home)
+    states = [(load_job(home, jid) or {}).get("st") for jid in active_job_ids(home)]
+    accepted = sum(1 for st in states if st in CURRENT_STATES)
+    running = sum(1 for st in states if st in SLOT_STATES)
+    user, _ = current_user_and_group()
+    limit = accept_limit()
+    rows = [("ru-accept", "unlimited" if limit is None else str(limit), str(accepted)),
+            ("ru-run-job", str(max_running()), str(running))]
+    sys.stdout.write("USER: %s  RSCUNIT: rscunit_ft01\n" % user)
+    sys.stdout.write("%-16s %-12s %s\n" % ("LIMIT_NAME", "VALUE", "USED"))
+    for row in rows:
+        sys.stdout.write("%-16s %-12s %s\n" % row)
     return 0
 
 
@@ -1163,11 +1256,36 @@ COMMANDS = {"pjsub": main_pjsub, "pjstat": main_pjstat, "pjdel": main_pjdel,
             "llio_transfer": main_llio_transfer, "mpiexec": main_mpiexec}
 
 
+def outage(cmd):
+    """An outage of the PJM service for ``cmd`` (pjsub, pjstat or pjdel), as the file
+    ``$FAKEPJM_HOME/outage`` says while it exists: one line per command, ``COMMAND fail`` (an
+    error message, exit 1: the service does not answer) or ``COMMAND hang`` (no answer at all:
+    the command sleeps until it is killed). Tests create and remove the file during a run."""
+    try:
+        with open(os.path.join(pjm_home(), "outage")) as handle:
+            lines = [line.split() for line in handle]
+    except FileNotFoundError:
+        return
+    for words in lines:
+        if len(words) == 2 and words[0] == cmd:
+            if words[1] == "hang":
+                while True:
+                    time.sleep(60)
+            sys.stderr.write("[ERR.] PJM 0010 %s Cannot connect to the job manager: %s\n"
+                             % (cmd, "service temporarily unavailable"))
+            sys.exit(1)
+
+
 def main(argv):
-    """Entry point: ``fakepjm.py supervise ID`` (internal) or ``fakepjm.py COMMAND args...``."""
+    """Entry point: ``fakepjm.py supervise ID`` (internal), ``fakepjm.py foreign-exec DIR... --
+    COMMAND...`` (internal, see run_job) or ``fakepjm.py COMMAND args...``."""
     if len(argv) >= 2 and argv[0] == "supervise":
         return supervise(int(argv[1]))
+    if argv and argv[0] == "foreign-exec":
+        return foreign_exec(argv[1:])
     if argv and argv[0] in COMMANDS:
+        if argv[0] in ("pjsub", "pjstat", "pjdel"):
+            outage(argv[0])
         return COMMANDS[argv[0]](argv[1:])
     sys.stderr.write("usage: fakepjm.py {%s} ...\n" % ",".join(sorted(COMMANDS)))
     return 2

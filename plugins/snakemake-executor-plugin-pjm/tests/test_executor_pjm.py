@@ -3,19 +3,32 @@ the PJM emulator of genomon-smk (.test/pjm, Fugaku's formats: emulator-*), and l
 after the layouts of the Fugaku user guide (fugaku-*: a summary block before the header,
 right-aligned columns of other widths, a forecast date in parentheses, a bulk job id)."""
 
+import asyncio
+import time
 from pathlib import Path
 
 import pytest
 
 from snakemake_executor_plugin_pjm.pjm import (
+    MEMORY_FIXED,
     StatusRounds,
+    accept_budget,
     elapse,
+    installed_versions,
+    job_exec_prefix,
     job_name,
     judge,
+    log_dir_of,
     log_files,
+    parse_limits,
     parse_pjstat,
+    refused_for_limit,
+    retry_advice,
+    run_command,
     submit_command,
     submitted_job_id,
+    venv_of,
+    version_mismatches,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -125,14 +138,18 @@ def test_elapse_and_job_name():
 
 
 class FakePjstat:
-    """pjstat answering from listings, counting calls."""
+    """pjstat answering from listings (None: the call failed), counting calls."""
 
     def __init__(self, current, history=""):
         self.current, self.history, self.calls = current, history, []
 
-    def __call__(self, args):
+    async def __call__(self, args):
         self.calls.append(args)
         return self.history if "-H" in args else self.current
+
+
+def check(rounds, ids):
+    return asyncio.run(rounds.check(ids))
 
 
 def listing(states):
@@ -146,41 +163,173 @@ def test_one_pjstat_per_round_whatever_the_number_of_jobs(jobs):
     pjstat = FakePjstat(listing({job: ("RUN", "-", "-") for job in ids}))
     rounds = StatusRounds(pjstat)
     for _ in range(3):
-        assert rounds.check(ids) == {job: None for job in ids}
+        assert check(rounds, ids).status == {job: None for job in ids}
     assert pjstat.calls == [["-v"]] * 3
 
 
 def test_history_only_for_the_jobs_that_left():
-    pjstat = FakePjstat(listing({"1": ("RUN", "-", "-"), "2": ("EXT", "0", "0")}),
+    pjstat = FakePjstat(listing({"1": ("RUN", "-", "-"), "2": ("EXT", "0", "0"), "77": ("RUN", "-", "-")}),
                         listing({"3": ("EXT", "0", "0"), "4": ("EXT", "137", "11"), "9": ("EXT", "0", "0")}))
-    status = StatusRounds(pjstat).check(["1", "2", "3", "4"])
+    round_ = check(StatusRounds(pjstat), ["1", "2", "3", "4"])
+    status = round_.status
     assert pjstat.calls == [["-v"], ["-H", "-v", "3", "4"]]
     assert status["1"] is None and status["2"].success and status["3"].success
     assert status["4"].kind == "elapse"
+    assert round_.answered and round_.others == 1  # job 77: the user's, not this run's
 
 
 def test_grace_for_a_job_in_neither_list():
     now = [0.0]
     pjstat = FakePjstat(listing({}))
     rounds = StatusRounds(pjstat, grace_seconds=120, clock=lambda: now[0])
-    assert rounds.check(["7"]) == {"7": None}  # PJM may lag between its lists
+    assert check(rounds, ["7"]).status == {"7": None}  # PJM may lag between its lists
     now[0] = 119
-    assert rounds.check(["7"]) == {"7": None}
+    assert check(rounds, ["7"]).status == {"7": None}
     now[0] = 120
-    end = rounds.check(["7"])["7"]
+    end = check(rounds, ["7"]).status["7"]
     assert end.kind == "missing" and "listed by neither 'pjstat -v' nor 'pjstat -H -v' for 120s" in end.reason
+    assert "cancelled with pjdel" in end.reason
     assert pjstat.calls == [["-v"], ["-H", "-v", "7"]] * 3
     # seen again meanwhile: the clock starts anew
     now[0] = 200
-    rounds.check(["8"])
+    check(rounds, ["8"])
     pjstat.current = listing({"8": ("RUN", "-", "-")})
     now[0] = 400
-    assert rounds.check(["8"]) == {"8": None}
+    assert check(rounds, ["8"]).status == {"8": None}
     pjstat.current = listing({})
-    assert rounds.check(["8"]) == {"8": None}
+    assert check(rounds, ["8"]).status == {"8": None}
 
 
-def test_a_failing_pjstat_counts_as_missing():
-    rounds = StatusRounds(lambda args: "", grace_seconds=0)
-    assert rounds.check(["5"])["5"].kind == "missing"
-    assert StatusRounds(lambda args: "").check([]) == {}
+def test_a_failing_pjstat_keeps_jobs_running_with_back_off_and_gives_up_only_after_the_bound():
+    """The tester's case: a 180 s pjstat outage used to fail every job in flight after the 120 s
+    grace. Now the jobs stay running through it, calls back off, and the run ends only when the
+    outage is over BOTH bounds (rounds in a row and seconds)."""
+    now = [0.0]
+    pjstat = FakePjstat(None)
+    rounds = StatusRounds(pjstat, grace_seconds=120, outage_seconds=600, outage_rounds=5, max_backoff=60,
+                          clock=lambda: now[0])
+    seen = []
+    for second in range(0, 181):
+        now[0] = float(second)
+        round_ = check(rounds, ["1", "2"])
+        assert round_.status == {"1": None, "2": None} and not round_.give_up and not round_.answered
+        if not round_.skipped:
+            seen.append(second)
+    assert seen == [0, 2, 6, 14, 30, 62, 122], seen  # 2, 4, 8, 16, 32, then at most 60 s apart
+    # pjstat answers again: judged as usual, the outage forgotten (the grace starts anew)
+    pjstat.current = listing({"1": ("RUN", "-", "-")})
+    pjstat.history = listing({"2": ("EXT", "0", "0")})
+    now[0] = 182.0
+    round_ = check(rounds, ["1", "2"])
+    assert round_.answered and round_.status["1"] is None and round_.status["2"].success
+    assert rounds.failed_rounds == 0
+
+
+def test_an_outage_over_both_bounds_gives_up():
+    now = [0.0]
+    rounds = StatusRounds(FakePjstat(None), outage_seconds=100, outage_rounds=3, max_backoff=10,
+                          clock=lambda: now[0])
+    verdicts = []
+    for second in range(0, 121):
+        now[0] = float(second)
+        round_ = check(rounds, ["5"])
+        if not round_.skipped:
+            verdicts.append((second, round_.failed_rounds, round_.give_up))
+    gave_up = [entry for entry in verdicts if entry[2]]
+    assert gave_up and gave_up[0][0] >= 100 and gave_up[0][1] >= 3, verdicts
+    assert all(not give for second, _, give in verdicts if second < 100)
+
+
+def test_a_failing_history_call_judges_only_the_current_list():
+    pjstat = FakePjstat(listing({"1": ("EXT", "3", "0")}), None)
+    round_ = check(StatusRounds(pjstat), ["1", "2"])
+    assert round_.status["1"].kind == "exit" and round_.status["2"] is None and not round_.answered
+
+
+def test_a_hung_command_times_out_without_blocking():
+    started = time.monotonic()
+    assert asyncio.run(run_command(["sleep", "30"], timeout=0.5)) is None
+    assert time.monotonic() - started < 5
+    assert asyncio.run(run_command(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=5)) == (3, "out\n", "err\n")
+    assert asyncio.run(run_command(["/nonexistent/pjstat"], timeout=5)) is None
+
+
+def test_limits_of_pjstat_limit():
+    limits = parse_limits(data("limit.txt"))
+    assert limits == {"ru-accept": 20, "ru-run-job": 3}
+    assert parse_limits(data("limit-unlimited.txt"))["ru-accept"] is None
+    # another layout: name = value, more limits, words around
+    assert parse_limits(" rscunit ru-accept = 1000 , ru-run-job=200\n rg-accept: 50\n") == {
+        "ru-accept": 1000, "ru-run-job": 200, "rg-accept": 50}
+    assert parse_limits("") == {}
+    assert accept_budget(20, 3) == 17 and accept_budget(None, 3) is None and accept_budget(2, 5) == 1
+
+
+def test_a_pjsub_refused_for_a_limit_is_told_from_other_errors():
+    assert refused_for_limit(data("pjsub-limit.err"))
+    assert not refused_for_limit(data("bad-llio.err"))
+    assert refused_for_limit("[ERR.] PJM 0091 pjsub Job number of ru-accept exceeded.\n")
+    assert not refused_for_limit("[INFO] PJM 0000 pjsub Job 3 submitted.\n")
+    assert not refused_for_limit("[ERR.] PJM 0059 pjsub Invalid elapse value: elapse=9:99\n")
+
+
+def test_memory_kill_grows_memory_only_with_node_mem():
+    end = judge("20421302", parse_pjstat(data("fugaku-history.txt"))["20421302"])
+    assert end.kind == "memory"
+    grow, why_not = retry_advice(end, node_mem=False)
+    assert grow is None and MEMORY_FIXED in why_not and "--pjm-node-mem" in why_not
+    assert retry_advice(end, node_mem=True) == ("mem_mb", None)
+    elapse_end = judge("3", parse_pjstat(data("history-v.txt"))["3"])
+    assert retry_advice(elapse_end, node_mem=False) == ("runtime", None)
+    assert retry_advice(judge("2", parse_pjstat(data("history-v.txt"))["2"]), node_mem=False) == (None, None)
+
+
+def test_node_mem_passed_from_mem_mb_only_when_the_site_offers_it():
+    resources = {"runtime": 10, "mem_mb": 6000}
+    assert "node-mem=6000Mi" not in submit_command("j.sh", "smk-x", resources, "/l")
+    command = submit_command("j.sh", "smk-x", resources, "/l", node_mem=True)
+    assert command[command.index("elapse=0:10:00") + 1:][:2] == ["-L", "node-mem=6000Mi"]
+    assert "-L" in submit_command("j.sh", "smk-x", {"mem_mb": None}, "/l", node_mem=True)  # node= only
+    assert not any("node-mem" in word for word in submit_command("j.sh", "smk-x", {}, "/l", node_mem=True))
+
+
+def test_logs_in_one_directory_per_rule():
+    assert log_dir_of("/w/pjm-logs", "map_reads") == Path("/w/pjm-logs/map_reads")
+    assert log_dir_of("/w/pjm-logs", "group 1/a") == Path("/w/pjm-logs/group_1_a")
+
+
+def fake_venv(root, packages, python="3.11"):
+    site = root / "lib" / f"python{python}" / "site-packages"
+    site.mkdir(parents=True)
+    (root / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (root / "bin").mkdir()
+    for name, version in packages.items():
+        dist = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\nName: not-this\n")
+    return root
+
+
+def test_compute_venv_versions_read_from_its_metadata(tmp_path):
+    venv = fake_venv(tmp_path / "venv", {"snakemake": "9.27.1", "genomon-smk": "0.1.0",
+                                         "snakemake_executor_plugin_pjm": "0.1.0"})
+    versions = installed_versions(venv)
+    assert versions == {"snakemake": "9.27.1", "genomon-smk": "0.1.0", "snakemake-executor-plugin-pjm": "0.1.0"}
+    login = {"snakemake": "9.27.1", "genomon-smk": "0.2.0", "snakemake-executor-plugin-pjm": "0.1.0",
+             "snakemake-interface-executor-plugins": "9.4.0"}
+    names = ["snakemake", "genomon_smk", "snakemake-executor-plugin-pjm", "snakemake-interface-executor-plugins",
+             "not-installed-here"]
+    assert version_mismatches(login, versions, names) == [
+        "genomon_smk is 0.2.0 here but 0.1.0 in the compute venv",
+        "snakemake-interface-executor-plugins 9.4.0 is not installed in the compute venv"]
+    assert version_mismatches(versions, versions, names) == []
+    assert venv_of(str(venv / "bin" / "python")) == venv
+    assert venv_of("python3") is None and venv_of(str(tmp_path / "bin" / "python")) is None
+    assert installed_versions(tmp_path / "nothing") == {}
+
+
+def test_the_job_runs_the_compute_side_first_on_path():
+    assert job_exec_prefix("/w d") == "cd '/w d'"
+    prefix = job_exec_prefix("/w", "/opt/g/.venv-compute", ". /spack/setup-env.sh && spack load py-pip")
+    assert prefix == ("cd /w && . /spack/setup-env.sh && spack load py-pip && "
+                      'export PATH=/opt/g/.venv-compute/bin:"$PATH" VIRTUAL_ENV=/opt/g/.venv-compute')

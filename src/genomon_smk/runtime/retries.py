@@ -11,6 +11,8 @@ log, where slurmstepd writes `CANCELLED ... DUE TO TIME LIMIT` or `exceeded memo
   times (1 + the earlier attempts short of it) -- `runtime` x 2 after one timeout -- whatever
   the value came from (the rule table genomon_smk.plan.rules, the profile's default-resources,
   a --set-resources); the other resources stay;
+  -- except where the executor says it cannot grow (the PJM plugin's memory kill without
+  `--pjm-node-mem`: a PJM job has its whole node's memory already), which is not retried;
 - a node failure: retried as it was;
 - anything else (a tool's error, bad input, a cancelled job): the next attempt does no work. The
   Snakemake process writes the first error to a marker file (.snakemake/genomon-retry/, keyed by
@@ -84,9 +86,11 @@ def slurm_state(reported: str) -> str | None:
     return found.group(1) if found else None
 
 
-def classify(reported: str, kind: str | None = None, log_text: str = "") -> Failure:
+def classify(reported: str, kind: str | None = None, log_text: str = "", fixed=frozenset()) -> Failure:
     """The Failure of one attempt: from the executor's data (the Slurm state in its message, the
-    PJM plugin's failure kind) and, for what they do not say, the job logs' own words."""
+    PJM plugin's failure kind) and, for what they do not say, the job logs' own words. `fixed`:
+    the resources the executor says cannot grow there (PJM's memory on a cluster whose node
+    memory is fixed): not retried for them."""
     levers = set()
     state = slurm_state(reported)
     if state in SLURM_STATES:
@@ -95,29 +99,36 @@ def classify(reported: str, kind: str | None = None, log_text: str = "") -> Fail
         levers.add(PJM_KINDS[kind])
     text = log_text.lower()
     levers |= {name for name, words in LOG_WORDS.items() if any(word.lower() in text for word in words)}
-    return Failure(frozenset(levers - {NODE}), NODE in levers, (reported or "").strip())
+    return Failure(frozenset(levers - {NODE} - set(fixed)), NODE in levers, (reported or "").strip())
 
 
-def pjm_failure_kind(logs) -> str | None:
-    """The failure kind the PJM plugin recorded for this failed job: its record in the
-    job-failures.jsonl beside the job's PJM logs (LOGDIR/NAME.PJMID.out/.err, listed among the
-    error record's logs), found by its PJM job id; None when there is none (another executor),
-    or it has no kind."""
+def pjm_failure(logs) -> dict:
+    """The record the PJM plugin wrote for this failed job in its job-failures.jsonl (in its log
+    directory, the parent of the job's per-rule PJM logs LOGDIR/RULE/NAME.PJMID.out/.err listed
+    among the error record's logs), found by its PJM job id; {} when there is none (another
+    executor)."""
     for path in logs or ():
         path = first_log([path])
-        failures = os.path.join(os.path.dirname(path), PJM_FAILURES_FILE)
-        if not os.path.exists(failures):
-            continue
         name = os.path.basename(path)
-        for line in reversed(log_tail(failures, 256 * 1024).splitlines()):
-            try:
-                record = json.loads(line)
-            except ValueError:
+        here = os.path.dirname(path)
+        for failures in (os.path.join(here, PJM_FAILURES_FILE), os.path.join(os.path.dirname(here), PJM_FAILURES_FILE)):
+            if not os.path.exists(failures):
                 continue
-            job_id = str(record.get("pjm_jobid", ""))
-            if job_id and name.endswith((f".{job_id}.out", f".{job_id}.err")):
-                return record.get("kind")
-    return None
+            for line in reversed(log_tail(failures, 256 * 1024).splitlines()):
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                job_id = str(record.get("pjm_jobid", ""))
+                if job_id and name.endswith((f".{job_id}.out", f".{job_id}.err")):
+                    return record
+    return {}
+
+
+def pjm_fixed(record: dict) -> frozenset:
+    """The resources a PJM failure record says a retry cannot grow (retry: false for its kind)."""
+    lever = PJM_KINDS.get(record.get("kind"))
+    return frozenset({lever}) if lever and lever != NODE and record.get("retry") is False else frozenset()
 
 
 def log_tail(path: str, size: int = LOG_TAIL_BYTES) -> str:
@@ -276,7 +287,8 @@ class FailureHandler(logging.Handler):
             return
         # The scheduler's logs (listed after the rule's own) may say what the executor does not.
         log_text = "\n".join(log_tail(first_log([path])) for path in list(logs)[1:])
-        failure = classify(message, pjm_failure_kind(list(logs)[1:]), log_text)
+        record = pjm_failure(list(logs)[1:])
+        failure = classify(message, record.get("kind"), log_text, pjm_fixed(record))
         named = ", ".join(first_log([path]) for path in logs)
         self.attempts.failed(log, Failure(failure.short_of, failure.node, f"{message.strip()} [logs: {named}]"))
         if failure.retried:  # (a refused retry explains itself when its job process stops)

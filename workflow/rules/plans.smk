@@ -6,7 +6,12 @@ from genomon_smk.plan import panel_power
 from genomon_smk.plan.reference import sv_annotation_naming_problem
 from genomon_smk.runtime.console import PlanWarning
 from genomon_smk.plan.samplesheet import imported_name_warnings, panel_normal_warnings
-from genomon_smk.plan.stage_plan import CohortShape, stage_table, stagger_delays
+from genomon_smk.plan.stage_plan import (
+    CohortShape,
+    node_hours_table,
+    stage_table,
+    stagger_delays,
+)
 from genomon_smk.plan.storage_plan import (
     BAM_PER_FASTQ,
     FASTQ_PER_GZ,
@@ -169,6 +174,9 @@ if MAIN_PROCESS:
         ),
         file=sys.stderr,
     )
+    # On PJM whole nodes are charged: the node-hours of the stages with and without packing.
+    if CLUSTER in ("pjm", "pjm-allocation"):
+        print(node_hours_table(COHORT_SHAPE), file=sys.stderr)
     # A small genome cut by `auto` (the run's cores): another --cores cuts it again, and the
     # mutation stage's jobs rerun (Snakemake's reason names only changed input files).
     if (

@@ -102,10 +102,15 @@ def parse_pjstat_history(text: str) -> list[Charge]:
     header_at = next((i for i, line in enumerate(lines) if line.split()[:1] == ["JOB_ID"]), None)
     if header_at is None:
         return []
-    columns = lines[header_at].split()
+    # Fixed-width columns, cut where the header's names start: values may hold blanks
+    # (START_DATE is `11/27 21:19:30`).
+    header = lines[header_at]
+    starts = [match.start() for match in re.finditer(r"\S+", header)]
+    columns = header.split()
     charges = []
     for line in lines[header_at + 1:]:
-        row = dict(zip(columns, line.split()))
+        row = {name: line[start:end].strip() for name, start, end in
+               zip(columns, starts, starts[1:] + [max(len(line), starts[-1]) + 1])}
         seconds = clock_seconds(row.get("ELAPSE_TIM", "-"))
         if "JOB_ID" not in row or seconds is None:
             continue

@@ -159,9 +159,11 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     (slow / "bwa").chmod(0o755)
     with monkeypatch.context() as patch:
         patch.setenv("PATH", f"{slow}:{recorder}:{os.environ['PATH']}")
+        # One PJM job per map job here (--groups replaces the profile's packing: only the split
+        # jobs are grouped); the rerun below packs the jobs onto nodes as profiles/pjm does.
         proc = start_snakemake(
-            [*command, "--retries", "0", "--keep-going", "--set-resources", "map_reads:runtime=1", "--",
-             *pair_targets(results)], project, tmp_path / "killed.out")
+            [*command, "--retries", "0", "--keep-going", "--set-resources", "map_reads:runtime=1",
+             "--groups", "split_fastq=split_fastq", "--", *pair_targets(results)], project, tmp_path / "killed.out")
     removed = wait_for_file(slow / "normal.job", proc, timeout=300)
     if not removed:  # stop Snakemake (and its jobs) rather than leave it waiting
         finish_interruptible(proc, tmp_path / "killed.out", timeout=0)
@@ -209,6 +211,10 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     names = {name for name, *_ in jobs.values()}
     assert {"smk-split_fastq", "smk-map_reads", "smk-markdup", "smk-merge_bam", "smk-identify_mutations",
             "smk-merge_mutation"} <= names
+    # The rerun packed a rule's ready jobs onto nodes (profiles/pjm's job groups): the pair's four
+    # mutation-region jobs and ten markdup jobs went in fewer PJM jobs than there are jobs.
+    pjm_jobs = [name for name, *_ in jobs.values()]
+    assert pjm_jobs.count("smk-identify_mutations") < 4 and pjm_jobs.count("smk-markdup") < 10, jobs
     transferred = defaultdict(set)
     for line in (pjm_env / "llio.log").read_text().splitlines():
         _, job, action, path = line.split(" ", 3)

@@ -281,7 +281,7 @@ TIER_KEYS: tuple[str, ...] = tuple(dict.fromkeys(rule.tier_key for rule in RULES
 
 def pjm_packing(node: Node = FUGAKU_NODE) -> dict[str, dict]:
     """profiles/pjm's job groups, from the rule table: for each rule with a node share, its group
-    (named after the rule: a group job's PJM name is smk-RULE as a single job's), the group's jobs
+    (named after the rule: Snakemake names its group jobs RULE_RULE, PJM's smk-RULE_RULE), the group's jobs
     per node, and the threads and memory of one job in it."""
     return {rule.name: {"group": rule.name, "per_node": rule.node_share.per_node(node),
                         "threads": rule.node_share.threads, "mem_mb": rule.node_share.mem_mb}

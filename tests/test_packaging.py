@@ -3,9 +3,13 @@ one of pyproject.toml's dependencies (`pip install .` into a fresh venv brings i
 requirements.txt pins nothing that neither the package, the workflow nor a pinned tool needs."""
 
 import ast
+import shutil
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
+
+import pytest
 
 from conftest import REPO
 
@@ -53,3 +57,20 @@ def test_the_pins_are_of_what_is_used():
             if "==" in line and not line.startswith("#")}
     assert declared_dependencies() - {"pyyaml"} <= pins  # pyyaml comes with Snakemake
     assert "snakemake-storage-plugin-fs" not in pins  # nothing stores through it
+
+
+@pytest.mark.slow  # builds the package with pip (its build backend from the index): a few seconds
+def test_pip_install_dot_leaves_nothing_in_the_checkout(tmp_path):
+    """`pip install .` builds in a temporary directory: no build/ nor *.egg-info left beside
+    the sources (setuptools left both)."""
+    source = tmp_path / "genomon-smk"
+    shutil.copytree(REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copy2(REPO / "pyproject.toml", source)
+    before = sorted(str(path.relative_to(source)) for path in source.rglob("*"))
+    result = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(tmp_path / "target"),
+                             "."], cwd=source, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert (tmp_path / "target" / "genomon_smk" / "plan" / "rules.py").is_file()
+    assert (tmp_path / "target" / "bin" / "fisher").is_file()
+    after = sorted(str(path.relative_to(source)) for path in source.rglob("*") if "__pycache__" not in path.parts)
+    assert after == [name for name in before if "__pycache__" not in name]

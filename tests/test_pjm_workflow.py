@@ -139,6 +139,14 @@ def pjm_env(tmp_path, monkeypatch, no_slurm_probe, compute_venv):
         subprocess.run(["pjdel", *leftovers], capture_output=True)
 
 
+def pjm_rule(name):
+    """The rule of a PJM job name: smk-RULE, or smk-GROUP_RULE for a job group of one rule
+    (Snakemake names a group job GROUP_RULES; profiles/pjm names each group after its rule)."""
+    name = name.removeprefix("smk-")
+    half = len(name) // 2
+    return name[:half] if len(name) % 2 == 1 and name[half] == "_" and name[:half] == name[half + 1:] else name
+
+
 def wait_for_file(path, proc, timeout):
     """Wait until path exists (while Snakemake runs); return its text."""
     deadline = time.monotonic() + timeout
@@ -197,9 +205,11 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     (slow / "bwa").chmod(0o755)
     with monkeypatch.context() as patch:
         patch.setenv("PATH", f"{slow}:{recorder}:{os.environ['PATH']}")
+        # One PJM job per map job here (--groups replaces the profile's packing: only the split
+        # jobs are grouped); the rerun below packs the jobs onto nodes as profiles/pjm does.
         proc = start_snakemake(
-            [*command, "--retries", "0", "--keep-going", "--set-resources", "map_reads:runtime=1", "--",
-             *pair_targets(results)], project, tmp_path / "killed.out")
+            [*command, "--retries", "0", "--keep-going", "--set-resources", "map_reads:runtime=1",
+             "--groups", "split_fastq=split_fastq", "--", *pair_targets(results)], project, tmp_path / "killed.out")
     removed = wait_for_file(slow / "normal.job", proc, timeout=300)
     if not removed:  # stop Snakemake (and its jobs) rather than leave it waiting
         finish_interruptible(proc, tmp_path / "killed.out", timeout=0)
@@ -311,16 +321,21 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     # Every job of both runs ran under PJM; every job that reads the reference llio_transfer'd
     # each reference file in that job (and nothing was copied to a cache directory).
     jobs = finished_jobs(dict(os.environ))
-    names = {name for name, *_ in jobs.values()}
-    assert {"smk-split_fastq", "smk-map_reads", "smk-markdup", "smk-merge_bam", "smk-identify_mutations",
-            "smk-merge_mutation"} <= names
+    rules = {job: pjm_rule(name) for job, (name, *_) in jobs.items()}
+    assert {"split_fastq", "map_reads", "markdup", "merge_bam", "identify_mutations",
+            "merge_mutation"} <= set(rules.values())
+    # The rerun packed a rule's jobs onto nodes (profiles/pjm's job groups, smk-RULE_RULE): the
+    # pair's four mutation-region jobs and ten markdup jobs went in fewer PJM jobs than there are jobs.
+    groups = [name for name, *_ in jobs.values() if name != "smk-" + pjm_rule(name)]
+    assert "smk-identify_mutations_identify_mutations" in groups and "smk-markdup_markdup" in groups, jobs
+    packed = list(rules.values())
+    assert packed.count("identify_mutations") < 4 and packed.count("markdup") < 10, jobs
     transferred = defaultdict(set)
     for line in (pjm_env / "llio.log").read_text().splitlines():
         _, job, action, path = line.split(" ", 3)
         assert action == "transfer", line  # per-rule jobs: nothing to purge from the login node
         transferred[job].add(path)
-    readers = {job for job, (name, *_) in jobs.items()
-               if name in ("smk-stage_reference", "smk-map_reads", "smk-identify_mutations")}
+    readers = {job for job, rule in rules.items() if rule in ("stage_reference", "map_reads", "identify_mutations")}
     assert set(transferred) == readers
     expected = set(reference_files(str(testdata / "ref" / "genome.fa")))
     assert all(paths == expected for paths in transferred.values()), transferred

@@ -104,6 +104,9 @@ def test_slurm_profile_reports_a_cancelled_job_and_its_rerun_gives_the_local_res
     # Every job went through Slurm (the profile's path names it, so look for the plugin's own line).
     submitted = re.findall(r"has been submitted with SLURM jobid \d+", first + rerun)
     assert len(submitted) > 10, rerun[-3000:]
+    # profiles/slurm's log settings: the cancelled job's Slurm log stays, successful jobs' are gone.
+    slurm_logs = [path.stem for path in (project / ".snakemake" / "slurm_logs").rglob("*.log")]
+    assert cancelled in slurm_logs and len(slurm_logs) < len(submitted) / 2, slurm_logs
     assert_same_pair_results(results, request)
 
 

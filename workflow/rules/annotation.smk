@@ -22,6 +22,8 @@ if ANNOTATION.enabled:
         priority: config["priorities"]["annotate_mutation"]
         conda:
             "../../envs/python.yaml"
+        envmodules:
+            *env_modules("python"),
         params:
             python=PYTHON,
             command=annotation_command,

@@ -18,6 +18,8 @@ rule import_bam:
         sample=one_of(IMPORTED_BAMS),
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         # Not in the command: a BAM replaced under its name changes it, and the sample reruns.
         inputs_held=lambda wildcards: sample_fingerprint(wildcards.sample),

@@ -25,6 +25,8 @@ rule bam_to_fastq:
     priority: config["priorities"]["bam_to_fastq"]
     conda:
         "../../envs/map.yaml"
+    envmodules:
+        *env_modules("map"),
     threads: 2
     params:
         work_dir_setup=work_dir_setup("bam_to_fastq"),

@@ -20,6 +20,8 @@ rule identify_mutations:
     priority: config["priorities"]["identify_mutations"]
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     resources:
         **FACTS["identify_mutations"].resources,
     params:

@@ -26,6 +26,8 @@ rule region_table:
         bench_path("region_table", "regions")
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
         region_file=(
@@ -51,6 +53,8 @@ rule stage_reference:
         bench_path("stage_reference", "reference")
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
         cache=TIER_WORDS["cache"],
@@ -76,6 +80,8 @@ rule map_reads:
     priority: in_pair_order(config["priorities"]["map_reads"])
     conda:
         "../../envs/map.yaml"
+    envmodules:
+        *env_modules("map"),
     threads: job_threads("map_reads")
     resources:
         **FACTS["map_reads"].resources,
@@ -119,6 +125,8 @@ rule gather_map:
     priority: config["priorities"]["gather_map"]
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
     shell:

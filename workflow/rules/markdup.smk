@@ -18,6 +18,8 @@ rule markdup:
     priority: config["priorities"]["markdup"]
     conda:
         "../../envs/markdup.yaml"
+    envmodules:
+        *env_modules("markdup"),
     threads: job_threads("markdup")
     resources:
         **FACTS["markdup"].resources,

@@ -20,6 +20,8 @@ rule merge_bam:
     priority: config["priorities"]["merge_bam"]
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     resources:
         **FACTS["merge_bam"].resources,
     params:

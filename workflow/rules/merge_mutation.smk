@@ -37,6 +37,8 @@ rule merge_mutation:
     priority: config["priorities"]["merge_mutation"]
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
         shape=lambda wildcards: " ".join(
@@ -81,6 +83,8 @@ rule filter_mutation:
     priority: config["priorities"]["filter_mutation"]
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
         # With a hotspot database, the rows it names are kept (tumor-only pairs too, as Genomon).
@@ -133,6 +137,8 @@ rule mutation_summary:
         bench_path("mutation_summary", "{tumor}")
     conda:
         "../../envs/plot.yaml"
+    envmodules:
+        *env_modules("plot"),
     params:
         python=PYTHON,
         # matplotlib's font cache goes to the job's work directory (MPLCONFIGDIR), not to $HOME.

@@ -19,6 +19,8 @@ rule paplot:
         bench_path("paplot", COHORT_NAME)
     conda:
         "../../envs/paplot.yaml"
+    envmodules:
+        *env_modules("paplot"),
     params:
         python=PYTHON,
         paplot=PAPLOT,

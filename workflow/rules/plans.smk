@@ -12,7 +12,12 @@ from genomon_smk.plan.input_identity import (
 from genomon_smk.plan.reference import sv_annotation_naming_problem
 from genomon_smk.runtime.console import PlanWarning
 from genomon_smk.plan.samplesheet import imported_name_warnings, panel_normal_warnings
-from genomon_smk.plan.stage_plan import CohortShape, stage_table, stagger_delays
+from genomon_smk.plan.stage_plan import (
+    CohortShape,
+    node_hours_table,
+    stage_table,
+    stagger_delays,
+)
 from genomon_smk.plan.storage_plan import (
     BAM_PER_FASTQ,
     FASTQ_PER_GZ,
@@ -174,6 +179,9 @@ if MAIN_PROCESS:
         ),
         file=sys.stderr,
     )
+    # On PJM whole nodes are charged: the node-hours of the stages with and without packing.
+    if CLUSTER in ("pjm", "pjm-allocation"):
+        print(node_hours_table(COHORT_SHAPE), file=sys.stderr)
     # A small genome's regions cut for the mutation stage: the same cut on every run of this
     # reference and config (regions.min_mutation_regions), whatever its --cores or profile.
     if PAIRS and len(MUTATION_REGIONS) > sum(

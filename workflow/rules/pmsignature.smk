@@ -31,6 +31,8 @@ if PMSIGNATURE.background:
             )
         conda:
             "../../envs/python.yaml"
+        envmodules:
+            *env_modules("python"),
         resources:
             **FACTS["pmsignature_background"].resources,
         params:
@@ -63,6 +65,8 @@ if PMSIGNATURE.background:
             bench_path("pre_pmsignature", COHORT_NAME)
         conda:
             "../../envs/python.yaml"
+        envmodules:
+            *env_modules("python"),
         params:
             python=PYTHON,
         shell:
@@ -89,6 +93,8 @@ if PMSIGNATURE.jobs("ind"):
             signum=r"\d+",
         conda:
             "../../envs/python.yaml"
+        envmodules:
+            *env_modules("python"),
         threads: config["pmsignature_ind"]["threads"]
         resources:
             **FACTS["pmsignature_ind"].resources,
@@ -123,6 +129,8 @@ if PMSIGNATURE.jobs("full"):
             signum=r"\d+",
         conda:
             "../../envs/python.yaml"
+        envmodules:
+            *env_modules("python"),
         threads: config["pmsignature_full"]["threads"]
         resources:
             **FACTS["pmsignature_full"].resources,

@@ -23,6 +23,8 @@ rule post_analysis_mutation:
         bench_path("post_analysis_mutation", COHORT_NAME)
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
         samples=post_analysis_samples(PAIRS, mutation_result),
@@ -49,6 +51,8 @@ rule post_analysis_sv:
         bench_path("post_analysis_sv", COHORT_NAME)
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
         samples=post_analysis_samples(SV_PAIRS, sv_result),
@@ -73,6 +77,8 @@ rule post_analysis_qc:
         bench_path("post_analysis_qc", COHORT_NAME)
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
         samples=lambda wildcards, input: [

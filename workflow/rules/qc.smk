@@ -21,6 +21,8 @@ rule bam_stats:
         bench_path("bam_stats", "{sample}")
     conda:
         "../../envs/qc.yaml"
+    envmodules:
+        *env_modules("qc"),
     shell:
         """
         samtools stats {input.bam:q} >{output.stats:q} 2>{log:q}
@@ -40,6 +42,8 @@ rule read_pair_integrity:
         bench_path("read_pair_integrity", "{sample}")
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
     shell:
@@ -72,6 +76,8 @@ rule coverage:
         bench_path("coverage", "{sample}")
     conda:
         "../../envs/qc.yaml"
+    envmodules:
+        *env_modules("qc"),
     threads: 1
     params:
         python=PYTHON,
@@ -101,6 +107,8 @@ rule duplication_metrics:
         bench_path("duplication_metrics", "{sample}")
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
     shell:
@@ -128,6 +136,8 @@ rule sv_multiqc_tables:
         bench_path("sv_multiqc_tables", "all")
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
         parsed=[f"{name}={sv_prefix(name)}" for name in SV_PARSED],
@@ -174,6 +184,8 @@ rule multiqc:
         bench_path("multiqc", "all")
     conda:
         "../../envs/qc.yaml"
+    envmodules:
+        *env_modules("qc"),
     params:
         python=PYTHON,
         # Sample names from the file names without the QC suffixes; no network (no version check).

@@ -32,6 +32,8 @@ if REFERENCE_PLAN.built:
             bench_path("reference_fasta", REFERENCE_BUILD)
         conda:
             "../../envs/python.yaml"
+        envmodules:
+            *env_modules("python"),
         resources:
             **FACTS["reference_fasta"].resources,
         params:
@@ -53,6 +55,8 @@ if REFERENCE_PLAN.built:
             bench_path("reference_fai", REFERENCE_BUILD)
         conda:
             "../../envs/python.yaml"
+        envmodules:
+            *env_modules("python"),
         resources:
             **FACTS["reference_fai"].resources,
         params:
@@ -74,6 +78,8 @@ if REFERENCE_PLAN.built:
             bench_path("reference_bwa_index", REFERENCE_BUILD)
         conda:
             "../../envs/map.yaml"
+        envmodules:
+            *env_modules("map"),
         resources:
             **FACTS["reference_bwa_index"].resources,
         params:
@@ -101,6 +107,8 @@ if SIMPLE_REPEAT and SIMPLE_REPEAT.built:
             bench_path("simple_repeat_db", SIMPLE_REPEAT_BUILD)
         conda:
             "../../envs/python.yaml"
+        envmodules:
+            *env_modules("python"),
         resources:
             **FACTS["simple_repeat_db"].resources,
         params:

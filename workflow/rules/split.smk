@@ -15,6 +15,8 @@ rule stagger_start:
     localrule: True
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     threads: 0
     params:
         seconds=lambda wildcards: STAGGER[wildcards.sample],
@@ -42,6 +44,8 @@ rule split_fastq:
     priority: config["priorities"]["split_fastq"]
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
         chunks=len(CHUNKS),

@@ -25,6 +25,8 @@ rule sv_parse:
     priority: config["priorities"]["sv_parse"]
     conda:
         "../../envs/sv.yaml"
+    envmodules:
+        *env_modules("sv"),
     resources:
         **FACTS["sv_parse"].resources,
     params:
@@ -60,6 +62,8 @@ rule sv_merge_control:
         bench_path("sv_merge_control", "{panel}")
     conda:
         "../../envs/sv.yaml"
+    envmodules:
+        *env_modules("sv"),
     params:
         genomon_sv=sv_tool("GenomonSV"),
         options=config_options("sv_merge", "params"),
@@ -93,6 +97,8 @@ rule sv_filt:
     priority: config["priorities"]["sv_filt"]
     conda:
         "../../envs/sv.yaml"
+    envmodules:
+        *env_modules("sv"),
     threads: config["sv_filt"]["thread_num"]
     resources:
         **FACTS["sv_filt"].resources,
@@ -139,6 +145,8 @@ rule sv_utils_filter:
         bench_path("sv_utils_filter", "{sv_tumor}")
     conda:
         "../../envs/sv.yaml"
+    envmodules:
+        *env_modules("sv"),
     params:
         sv_utils=sv_tool("sv_utils"),
         options=f"{config_options('sv_filt', 'sv_utils_params')} {SV_ANNOTATION}",
@@ -163,6 +171,8 @@ rule sv_vcf:
         bench_path("sv_vcf", "{sv_tumor}")
     conda:
         "../../envs/python.yaml"
+    envmodules:
+        *env_modules("python"),
     params:
         python=PYTHON,
         normal=lambda wildcards: (
@@ -204,6 +214,8 @@ rule sv_summary:
         bench_path("sv_summary", "{sv_tumor}")
     conda:
         "../../envs/plot.yaml"
+    envmodules:
+        *env_modules("plot"),
     params:
         python=PYTHON,
         # matplotlib's font cache goes to the job's work directory (MPLCONFIGDIR), not to $HOME.

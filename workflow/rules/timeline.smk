@@ -57,6 +57,8 @@ rule utilisation_timeline:
     localrule: True
     conda:
         "../../envs/plot.yaml"
+    envmodules:
+        *env_modules("plot"),
     params:
         python=PYTHON,
         benchmarks=BENCH_DIR,

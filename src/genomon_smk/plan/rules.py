@@ -127,6 +127,44 @@ class Threads:
 
 
 @dataclass(frozen=True)
+class Node:
+    """A whole compute node as PJM allocates it and Fugaku charges it (node-hours)."""
+
+    cores: int
+    cmgs: int  # core memory groups: a CMG's cores share its memory
+    mem_mb: int  # what jobs can use
+
+    @property
+    def cmg_cores(self) -> int:
+        return self.cores // self.cmgs
+
+
+# A64FX: 48 compute cores in 4 CMGs of 12, 32 GiB HBM2 (8 GiB per CMG), about 28 GiB usable.
+FUGAKU_NODE = Node(cores=48, cmgs=4, mem_mb=28 * 1024)
+
+
+@dataclass(frozen=True)
+class NodeShare:
+    """What one job of a rule takes of a whole PJM node when profiles/pjm packs the rule's jobs
+    onto nodes (a Snakemake job group of `per_node` jobs is one PJM job): its cores (profiles/pjm
+    sets them with set-threads where they differ from the rule's own) and memory. Jobs per node:
+    as many as both fit."""
+
+    threads: int
+    mem_mb: int
+
+    def per_node(self, node: Node = FUGAKU_NODE) -> int:
+        return max(1, min(node.cores // self.threads, node.mem_mb // self.mem_mb))
+
+
+# The Fugaku paper's layout: map and markdup jobs one per CMG (12 cores, a CMG's 7 GB: bwa mem's
+# GRCh37 index is about 5.5 GB), four to a node.
+ONE_PER_CMG = NodeShare(threads=FUGAKU_NODE.cmg_cores, mem_mb=7000)
+# Short one-thread jobs (tables, filters, summaries, QC): 14 to a node by memory.
+SHORT_JOB = NodeShare(threads=1, mem_mb=2000)
+
+
+@dataclass(frozen=True)
 class Rule:
     name: str
     stage: str  # Genomon's stage, as the stage plan, the timeline and the planner name it
@@ -143,6 +181,9 @@ class Rule:
     runtime: int | None = None
     # Threads the config chooses (`<key>.threads`, "auto" by default); None: the rule's own.
     threads: Threads | None = None
+    # On PJM, the rule's jobs packed onto whole nodes (profiles/pjm's job groups); None: a job
+    # holds its node alone (long jobs, local rules, jobs with no cluster job).
+    node_share: NodeShare | None = None
 
     def __post_init__(self):
         if not isinstance(self.per, Per):
@@ -178,7 +219,7 @@ RULES: tuple[Rule, ...] = (
     Rule("bam_to_fastq", "bam tofastq", CONVERTED_BAM, 10, "bam_to_fastq", ("output", "temp")),
     Rule("import_bam", "bam import", IMPORTED_SAMPLE),
     Rule("stagger_start", "split files", STAGGERED_SAMPLE),
-    Rule("split_fastq", "split files", SAMPLE, 10, "split_fastq", ("output",)),
+    Rule("split_fastq", "split files", SAMPLE, 10, "split_fastq", ("output",), node_share=SHORT_JOB),
     # Only map jobs read the region table; map and mutation jobs read the staged reference: a
     # cohort of imported BAMs has neither job.
     Rule("region_table", "map", RUN_WITH_MAP_JOBS),
@@ -187,31 +228,32 @@ RULES: tuple[Rule, ...] = (
     # one thread beside bammerge, the rest only recompress: on 2 cores and a pair, 1 thread each
     # lets two map jobs, or one sample's markdup and the other's map job, run side by side.
     Rule("map_reads", "map", SAMPLE_CHUNK, 0, "map", ("output", "temp"), mem_mb=10600, runtime=120,
-         threads=Threads("map", cluster=2, most=8)),
+         threads=Threads("map", cluster=2, most=8), node_share=ONE_PER_CMG),
     Rule("gather_map", "map", SAMPLE, 10, "map", ("output",)),
     Rule("markdup", "markdup", SAMPLE_REGION, 10, "markdup", ("output", "temp"), mem_mb=10600, runtime=360,
-         threads=Threads("markdup", cluster=2, most=4)),
-    Rule("merge_bam", "merge bam", SAMPLE, 30, "merge_bam", ("output", "temp"), mem_mb=4000, runtime=240),
+         threads=Threads("markdup", cluster=2, most=4), node_share=ONE_PER_CMG),
+    Rule("merge_bam", "merge bam", SAMPLE, 30, "merge_bam", ("output", "temp"), mem_mb=4000, runtime=240,
+         node_share=NodeShare(threads=1, mem_mb=4000)),
     Rule("identify_mutations", "identify mutations", PAIR_REGION, 20, "identify_mutations",
-         ("output", "temp"), mem_mb=5300, runtime=180),
-    Rule("merge_mutation", "merge mutation", PAIR, 30, "merge_mutation", ("output", "temp")),
+         ("output", "temp"), mem_mb=5300, runtime=180, node_share=NodeShare(threads=1, mem_mb=5300)),
+    Rule("merge_mutation", "merge mutation", PAIR, 30, "merge_mutation", ("output", "temp"), node_share=SHORT_JOB),
     # mutil filter and the VCFs, apart from the merge: retuning the filter reruns only this.
-    Rule("filter_mutation", "merge mutation", PAIR, 30),
-    Rule("mutation_summary", "merge mutation", PAIR),
+    Rule("filter_mutation", "merge mutation", PAIR, 30, node_share=SHORT_JOB),
+    Rule("mutation_summary", "merge mutation", PAIR, node_share=SHORT_JOB),
     # ANNOVAR's refGene columns added to the merged calls (kept): changing the genes reruns only this
     # and what reads the results, no calling.
-    Rule("annotate_mutation", "gene annotation", ANNOTATED_PAIR, 30),
+    Rule("annotate_mutation", "gene annotation", ANNOTATED_PAIR, 30, node_share=SHORT_JOB),
     # GenomonSV parse reads a whole BAM in one process (hours on a 100 GB WGS BAM).
     Rule("sv_parse", "sv detection", SV_SAMPLE, 20, "sv_parse", ("output", "temp"), runtime=720),
     Rule("sv_merge_control", "sv detection", SV_PANEL),
     Rule("sv_filt", "sv detection", SV_PAIR, 30, "sv_filt", ("output", "temp"), runtime=240),
-    Rule("sv_utils_filter", "sv detection", SV_PAIR),
-    Rule("sv_vcf", "sv detection", SV_PAIR),
-    Rule("sv_summary", "sv detection", SV_PAIR),
-    Rule("bam_stats", "qc", QC_SAMPLE),
-    Rule("read_pair_integrity", "qc", MAPPED_QC_SAMPLE),
-    Rule("coverage", "qc", QC_SAMPLE),
-    Rule("duplication_metrics", "qc", MAPPED_QC_SAMPLE),
+    Rule("sv_utils_filter", "sv detection", SV_PAIR, node_share=SHORT_JOB),
+    Rule("sv_vcf", "sv detection", SV_PAIR, node_share=SHORT_JOB),
+    Rule("sv_summary", "sv detection", SV_PAIR, node_share=SHORT_JOB),
+    Rule("bam_stats", "qc", QC_SAMPLE, node_share=SHORT_JOB),
+    Rule("read_pair_integrity", "qc", MAPPED_QC_SAMPLE, node_share=SHORT_JOB),
+    Rule("coverage", "qc", QC_SAMPLE, node_share=SHORT_JOB),
+    Rule("duplication_metrics", "qc", MAPPED_QC_SAMPLE, node_share=SHORT_JOB),
     Rule("sv_multiqc_tables", "qc", SV_QC_RUN),
     Rule("multiqc", "qc", QC_RUN),
     # Genomon's post-analysis (one job per mode, over the whole cohort) and its paplot report.
@@ -241,3 +283,12 @@ STAGES: tuple[str, ...] = tuple(dict.fromkeys(rule.stage for rule in RULES))
 PRIORITIES: dict[str, int] = {rule.name: rule.priority for rule in RULES if rule.priority is not None}
 # The config's storage.rules keys.
 TIER_KEYS: tuple[str, ...] = tuple(dict.fromkeys(rule.tier_key for rule in RULES if rule.tier_key))
+
+
+def pjm_packing(node: Node = FUGAKU_NODE) -> dict[str, dict]:
+    """profiles/pjm's job groups, from the rule table: for each rule with a node share, its group
+    (named after the rule: Snakemake names its group jobs RULE_RULE, PJM's smk-RULE_RULE), the group's jobs
+    per node, and the threads and memory of one job in it."""
+    return {rule.name: {"group": rule.name, "per_node": rule.node_share.per_node(node),
+                        "threads": rule.node_share.threads, "mem_mb": rule.node_share.mem_mb}
+            for rule in RULES if rule.node_share}

@@ -11,7 +11,9 @@ of cohort-scale dry runs uses the counts to predict the size of a DAG.
 
 from __future__ import annotations
 
-from genomon_smk.plan.rules import RULES, SETUP_RULES, TARGET_RULE, CohortShape
+import math
+
+from genomon_smk.plan.rules import FACTS, FUGAKU_NODE, RULES, SETUP_RULES, TARGET_RULE, CohortShape, Node
 from genomon_smk.plan.rules import STAGES as STAGE_NAMES
 
 # Genomon's stages in pipeline order, each with its rules and what a rule has one job per
@@ -105,4 +107,79 @@ def stage_table(shape: CohortShape, storage_rules: dict, priorities: dict[str, i
         f"  {'total (with rule ' + TARGET_RULE + ')':<50}{sum(counts.values()):>8}"
         "  (Snakemake's Job stats count only the jobs still to run)"
     )
+    return "\n".join(lines)
+
+
+# --- node-hours on whole nodes (PJM, Fugaku)
+
+# What the rules' work is per sample or per pair, as the Fugaku paper measured it on 30x WGS
+# (genomon_smk.plan.planner's genomon-smk design): a job's seconds are its share of that work in
+# this cohort's cut (chunks, regions, mutation regions). Rules the paper has no figure for are
+# left out of the node-hours.
+def paper_work_seconds() -> dict[str, tuple[str, float]]:
+    """rule -> ("sample" or "pair", seconds of the rule's work per sample or pair)."""
+    from genomon_smk.plan.planner import GENOMON_SMK_SECONDS, paper_pipeline
+
+    totals: dict[str, float] = {}
+    for job in paper_pipeline(seconds=GENOMON_SMK_SECONDS):
+        totals[job.rule] = totals.get(job.rule, 0.0) + job.duration
+    per_pair = {"identify_mutations", "merge_mutation"}
+    return {rule: ("pair", seconds) if rule in per_pair else ("sample", seconds / 2) for rule, seconds in totals.items()}
+
+
+def seconds_per_job(shape: CohortShape) -> dict[str, float]:
+    """A job's seconds for each rule with a paper figure and jobs in this cohort."""
+    seconds = {}
+    for rule, (unit, work) in paper_work_seconds().items():
+        jobs = FACTS[rule].jobs(shape)
+        units = shape.pairs if unit == "pair" else shape.samples
+        if jobs and units:
+            seconds[rule] = work * units / jobs
+    return seconds
+
+
+def node_hours(shape: CohortShape, node: Node = FUGAKU_NODE) -> dict[str, dict[str, float]]:
+    """Per rule with a paper figure: its node-hours for the cohort three ways.
+    `per_job`: one PJM job per rule job, each holding a whole node (profiles/pjm without its
+    groups); `packed`: profiles/pjm, node_share.per_node jobs to a node (full groups); `allocation`:
+    one allocation whose cores the jobs fill completely (profiles/pjm-allocation at 100 % use, the
+    least it can be charged)."""
+    hours = {}
+    for rule, seconds in seconds_per_job(shape).items():
+        fact, jobs = FACTS[rule], FACTS[rule].jobs(shape)
+        share = fact.node_share
+        per_node = share.per_node(node) if share else 1
+        threads = share.threads if share else 1
+        hours[rule] = {
+            "jobs": jobs,
+            "per_job": jobs * seconds / 3600,
+            "packed": math.ceil(jobs / per_node) * seconds / 3600,
+            "allocation": jobs * seconds * threads / node.cores / 3600,
+        }
+    return hours
+
+
+def node_hours_table(shape: CohortShape, node: Node = FUGAKU_NODE) -> str:
+    """The node-hours per stage, the three ways side by side, and their totals."""
+    hours = node_hours(shape, node)
+    stages = stage_of_rule()
+    per_stage: dict[str, dict[str, float]] = {}
+    for rule, figures in hours.items():
+        entry = per_stage.setdefault(stages[rule], {"jobs": 0, "per_job": 0.0, "packed": 0.0, "allocation": 0.0})
+        for key, value in figures.items():
+            entry[key] += value
+    lines = [
+        f"Node-hours on {node.cores}-core nodes (what Fugaku charges), per-job seconds from the Fugaku paper's "
+        "30x WGS work (genomon_smk.plan.planner) cut as this cohort is; stages it has no figure for left out:",
+        f"  {'stage':<26}{'jobs':>8}{'job per node':>14}{'packed (pjm)':>14}{'allocation':>12}",
+    ]
+    for stage, _ in STAGES:
+        if stage in per_stage:
+            e = per_stage[stage]
+            lines.append(f"  {stage:<26}{e['jobs']:>8}{e['per_job']:>14.1f}{e['packed']:>14.1f}{e['allocation']:>12.1f}")
+    total = {key: sum(e[key] for e in per_stage.values()) for key in ("jobs", "per_job", "packed", "allocation")}
+    lines.append(f"  {'total':<26}{total['jobs']:>8}{total['per_job']:>14.1f}{total['packed']:>14.1f}"
+                 f"{total['allocation']:>12.1f}")
+    lines.append("  job per node: one PJM job per rule job; packed: profiles/pjm's job groups, full nodes; "
+                 "allocation: profiles/pjm-allocation with every core busy (its least)")
     return "\n".join(lines)

@@ -422,11 +422,12 @@ def test_every_problem_and_warning_of_a_config_is_reported_in_one_pass(tmp_path,
     message = parse_refusal(tmp_path, testdata, mutation_util={"single_params": {"count": 5}})
     assert "'count' is not an option: write it as the tool does, e.g. --count" in message
     message = parse_refusal(tmp_path, testdata, hotspot_db="missing.txt", sv_detection={"tumors": ["nope"]},
-                            pmsignature_ind={"enable": True}, mutation_util={"pair_params": {"--eb_pval": 4.0}})
+                            pmsignature_ind={"enable": True}, pmsignature={"annotation": "hg19"},
+                            mutation_util={"pair_params": {"--eb_pval": 4.0}})
     assert message.startswith("genomon-smk: invalid config or input, refused before any job (3 problems;")
     assert "key 'hotspot_db': file not found" in message
     assert "key 'sv_detection.tumors': 'nope': not a tumor of the pairs table" in message
-    assert "key 'pmsignature.annotation' (not in this file" in message
+    assert "key 'pmsignature.annotation': hg19 is the refGene table" in message
     warning = message[message.index("and in the same pass:"):]
     eb_pval = re.search(r"The largest --eb_pval this panel passes is ([0-9.]+): add `mutation_util: "
                         r"\{pair_params: \{--eb_pval: ([0-9.]+)\}\}` to ", warning)

@@ -253,8 +253,8 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
 
     # 2. The rerun (normal limits, killed jobs' partial outputs gone) completes the pipeline,
     #    through a limit and an outage:
-    #    - three jobs of the user's own are accepted when it starts: its first pjsub fills the
-    #      accept limit, the next ones are refused (not failed) and submitted later;
+    #    - four jobs of the user's own fill the accept limit when it starts: its first pjsub is
+    #      refused (not failed) and submitted later;
     #    - pjstat fails (first hangs, then answers with an error) for longer than the grace
     #      period of a missing job: the jobs in flight stay running, none is failed or submitted
     #      again.
@@ -264,7 +264,7 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     (others / "other.sh").write_text(f'until [ -e "{others}/release" ]; do sleep 0.2; done\n')
     with monkeypatch.context() as patch:
         patch.delenv("FAKEPJM_ACCEPT_LIMIT")
-        for _ in range(3):
+        for _ in range(4):
             subprocess.run(["pjsub", "-N", "other", "other.sh"], cwd=others, check=True, capture_output=True)
     first_rerun_job = max(job_records(pjm_env)) + 1
     outage_seconds = 25
@@ -290,7 +290,8 @@ def test_pjm_profile_runs_the_pipeline_and_reports_elapse_kill_and_pjdel(pjm_env
     rc, output = finish_interruptible(proc, tmp_path / "rerun.out", timeout=500)
     assert rc == 0, output[-5000:]
     assert_same_pair_results(results, request)
-    assert re.search(r"PJM refused job \d+ \(map_reads\) for a limit", output), output[-5000:]
+    # (a group job's id is Snakemake's uuid, its name GROUP_RULES: profiles/pjm packs map jobs)
+    assert re.search(r"PJM refused job \S+ \(map_reads_map_reads\) for a limit", output), output[-5000:]
     assert "pjstat -v did not answer within 2s" in output and "pjstat -v failed (exit 1)" in output
     outage = [(int(rounds), int(seconds)) for rounds, seconds in
               re.findall(r"pjstat failed (\d+) round\(s\) in a row \((\d+)s\): \d+ job\(s\) kept as running", output)]

@@ -91,7 +91,7 @@ rule filter_mutation:
         (
             {params.mutil_tool} filter -i {input.result:q} -o {output.filtered:q} {params.mutil}
             {params.python} -m genomon_smk.steps.merge_mutation vcf --result {output.filtered:q} --reference {input.reference:q} \
-                --out {output.vcf:q} --tumor {wildcards.tumor} {params.normal}
+                --out {output.vcf:q} --tumor {wildcards.tumor} {params.normal} --hotspot-db {input.hotspot_db:q}
             {params.python} -m genomon_smk.steps.merge_mutation vcf --result {input.result:q} --reference {input.reference:q} \
                 --out {output.all_vcf:q} --tumor {wildcards.tumor} {params.normal} --filter-params {params.mutil:q}
         ) >{log:q} 2>&1

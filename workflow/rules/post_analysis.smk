@@ -24,11 +24,10 @@ rule post_analysis_mutation:
     conda:
         "../../envs/python.yaml"
     params:
-        python=PYTHON,
         samples=post_analysis_samples(PAIRS, mutation_result),
     shell:
         """
-        {params.python} -m genomon_smk.steps.post_analysis merge --mode mutation --out-dir "$(dirname {output.all:q})" \
+        genomon_python -m genomon_smk.steps.post_analysis merge --mode mutation --out-dir "$(dirname {output.all:q})" \
             {params.samples:q} >{log:q} 2>&1
         """
 
@@ -50,11 +49,10 @@ rule post_analysis_sv:
     conda:
         "../../envs/python.yaml"
     params:
-        python=PYTHON,
         samples=post_analysis_samples(SV_PAIRS, sv_result),
     shell:
         """
-        {params.python} -m genomon_smk.steps.post_analysis merge --mode sv --out-dir "$(dirname {output.all:q})" \
+        genomon_python -m genomon_smk.steps.post_analysis merge --mode sv --out-dir "$(dirname {output.all:q})" \
             {params.samples:q} >{log:q} 2>&1
         """
 
@@ -74,7 +72,6 @@ rule post_analysis_qc:
     conda:
         "../../envs/python.yaml"
     params:
-        python=PYTHON,
         samples=lambda wildcards, input: [
             field
             for sample, coverage, stats in zip(QC_SAMPLES, input.coverage, input.stats)
@@ -82,7 +79,7 @@ rule post_analysis_qc:
         ],
     shell:
         """
-        {params.python} -m genomon_smk.steps.post_analysis qc --out {output.merged:q} \
+        genomon_python -m genomon_smk.steps.post_analysis qc --out {output.merged:q} \
             {params.samples:q} >{log:q} 2>&1
         """
 

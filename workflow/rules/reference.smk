@@ -16,8 +16,8 @@ SIMPLE_REPEAT_BUILD = (
 )
 # Runs of other projects may build the same directory at the same moment: one builds, the
 # others wait and find it built.
-BUILD_ONCE_SCRIPT = f"{WORKFLOW_DIR}/scripts/build-once.sh"
-BUILD_ONCE = f"source {shlex.quote(BUILD_ONCE_SCRIPT)}"
+# ($genomon_scripts: job-shell.sh's; no checkout path in params.)
+BUILD_ONCE = 'source "$genomon_scripts/build-once.sh"'
 
 if REFERENCE_PLAN.built:
 
@@ -35,11 +35,10 @@ if REFERENCE_PLAN.built:
         resources:
             **FACTS["reference_fasta"].resources,
         params:
-            python=PYTHON,
             build_once=BUILD_ONCE,
         shell:
             "{params.build_once} {output:q} > {log:q} 2>&1"
-            " && {params.python} -m genomon_smk.steps.reference_setup fasta --out {output.fasta:q}"
+            " && genomon_python -m genomon_smk.steps.reference_setup fasta --out {output.fasta:q}"
             " {input.sources:q} >> {log:q} 2>&1"
 
     rule reference_fai:
@@ -104,11 +103,10 @@ if SIMPLE_REPEAT and SIMPLE_REPEAT.built:
         resources:
             **FACTS["simple_repeat_db"].resources,
         params:
-            python=PYTHON,
             build_once=BUILD_ONCE,
         shell:
             "{params.build_once} {output:q} > {log:q} 2>&1"
-            " && {params.python} -m genomon_smk.steps.reference_setup simple-repeat --out {output.db:q}"
+            " && genomon_python -m genomon_smk.steps.reference_setup simple-repeat --out {output.db:q}"
             " {input.table:q} >> {log:q} 2>&1"
 
 

@@ -51,7 +51,6 @@ rule utilisation_timeline:
     conda:
         "../../envs/plot.yaml"
     params:
-        python=PYTHON,
         benchmarks=BENCH_DIR,
         slots=f"--slots {TIMELINE_SLOTS}" if TIMELINE_SLOTS else "",
         threads=RULE_THREADS,
@@ -61,7 +60,7 @@ rule utilisation_timeline:
     shell:
         """
         {params.work_dir_setup} {log:q}
-        {params.python} -m genomon_smk.plan.timeline --benchmarks {params.benchmarks:q} \
+        genomon_python -m genomon_smk.plan.timeline --benchmarks {params.benchmarks:q} \
             --run-started "$GENOMON_SMK_RUN_STARTED" {params.slots} \
             --threads {params.threads} --png {output.png:q} --svg {output.svg:q} \
             --tsv {output.tsv:q} --summary {output.summary:q} >{log:q} 2>&1

@@ -69,7 +69,9 @@ def tier_dir(rule_name, role="output"):
 
 
 def tier_file(rule_name, path):
-    """A rule's output file on its output tier."""
+    """A rule's output file on its output tier (its first directory is the workflow's: the
+    leftovers report tells it from the user's files in the same place)."""
+    TIER_MONITOR.own_dirs.add(path.split("/")[0])
     return os.path.join(tier_dir(rule_name), path)
 
 

@@ -208,7 +208,8 @@ from genomon_smk.steps.post_analysis import (
 
 def cohort_name():
     """The cohort's name; one taken from a file name is checked as the `cohort` key is (it names
-    directories and a wildcard-free part of every post-analysis path), naming the key and file."""
+    directories and a wildcard-free part of every post-analysis path), naming the key and file.
+    """
     name, key = derived_cohort_name()
     problem = name_problem(name) if key else None
     if problem:

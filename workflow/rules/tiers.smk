@@ -132,6 +132,7 @@ def job_shell_prefix(planned_peaks):
     prefix = (
         f"set -euo pipefail; genomon_sv_bin={shlex.quote(str(SV_TOOLS_DIR))};"
         f" genomon_bin={shlex.quote(os.path.dirname(sys.executable))};"
+        f" genomon_resources={shlex.quote(RESOURCES_DIR)};"
         f" source {shlex.quote(JOB_SHELL_SCRIPT)} {shlex.quote(PYTHON)} {tiers};"
     )
     # Snakemake formats the prefix once: braces are literal here.

@@ -10,14 +10,13 @@
 # It also gives the rules' commands what depends on where the checkout and the interpreter are,
 # so that no rule's params or code holds such a path (Snakemake reruns a job whose params or
 # code changed: another checkout, or `python -m snakemake`, would rerun every job):
-#   genomon_python ARGS...  the project's Python (PYTHON) with ARGS;
+#   genomon_python ARGS...  the project's Python (PYTHON) with ARGS (bin/genomon_python, on PATH);
 #   $genomon_scripts        this directory (workflow/scripts) of the checkout that runs the job.
 job_python="$1"
 shift
 genomon_scripts="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-genomon_python() {
-    eval "$job_python \"\$@\""
-}
+export GENOMON_JOB_PYTHON="$job_python"
+export PATH="$genomon_scripts/bin:$PATH"
 job_tiers=("$@")
 job_exit_cleanup=""
 

@@ -372,3 +372,22 @@ def test_llio_transfer_at_the_start_leaves_a_reference_still_to_build_to_its_rea
     # The start transferred them for the whole job, and stage_reference did not again.
     assert "built by this run's set-up jobs" not in second.stderr
     assert calls.read_text().splitlines()[2:] == [files, f"--purge {files}"]
+
+
+def test_a_project_that_planned_links_keeps_them_once_the_build_is_complete(tmp_path):
+    """A cluster job parses the workflow again, maybe after another project completed the build:
+    the project's link directory (made when the links were planned) keeps it on its links, so
+    the set-up rule the job runs still exists."""
+    source = tmp_path / "genome.fa.gz"
+    source.write_bytes(gzip.compress(b">1\nACGT\n"))
+    resources, project = tmp_path / "resources", tmp_path / "results"
+    planned = plan_reference([str(source)], str(resources), str(project))
+    assert planned.built and planned.link_directory == os.path.dirname(planned.fasta)
+    assert planned.fasta.startswith(f"{project}/reference/genome-")
+    for path in reference_files(planned.shared):  # another project completes the build
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text("x")
+    assert plan_reference([str(source)], str(resources), str(tmp_path / "other")).fasta == planned.shared
+    assert plan_reference([str(source)], str(resources), str(project)).fasta == planned.shared  # no link dir
+    os.makedirs(planned.link_directory)
+    assert plan_reference([str(source)], str(resources), str(project)) == planned

@@ -139,6 +139,11 @@ class ReferencePlan:
         return self.fasta + ".fai"
 
     @property
+    def link_directory(self) -> str | None:
+        """The project's directory of links to the shared build, when it reads through them."""
+        return os.path.dirname(self.fasta) if self.built and self.shared else None
+
+    @property
     def bwa_index(self) -> list[str]:
         return [self.fasta + suffix for suffix in BWA_INDEX_SUFFIXES]
 
@@ -167,8 +172,11 @@ def reference_index_files(fasta: str) -> list[str]:
 
 def shared_in_place(shared: list[str], links: list[str]) -> bool:
     """Whether a project reads a shared build in place: it is complete, and the project has no
-    link to it (a project that planned before it was complete keeps its links)."""
-    return all(os.path.isfile(path) for path in shared) and not any(os.path.lexists(path) for path in links)
+    directory for links to it (a project that planned before it was complete keeps its links:
+    the workflow makes their directory when it plans them, so that a cluster job's own parse,
+    after the build completed, still finds the rule it runs)."""
+    return all(os.path.isfile(path) for path in shared) and not (
+        os.path.isdir(os.path.dirname(links[0])) or any(os.path.lexists(path) for path in links))
 
 
 def reference_contigs(plan: ReferencePlan) -> list[tuple[str, int]]:
@@ -212,6 +220,11 @@ class SimpleRepeatPlan:
     @property
     def files(self) -> list[str]:
         return [self.db, self.db + ".tbi"]
+
+    @property
+    def link_directory(self) -> str | None:
+        """The project's directory of links to the shared build, when it reads through them."""
+        return os.path.dirname(self.db) if self.built and self.shared else None
 
 
 def plan_simple_repeat(source: str, resources_dir: str, link_dir: str | None = None) -> SimpleRepeatPlan:

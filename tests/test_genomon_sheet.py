@@ -164,4 +164,3 @@ def test_an_empty_qc_section_means_no_qc(tmp_path, testdata):
     snakemake = job_stats(result.stdout + result.stderr)
     assert snakemake["merge_bam"] == 1 and not {"bam_stats", "coverage", "multiqc"} & set(snakemake)
     assert printed_plan(result.stderr)[1] == {rule: n for rule, n in snakemake.items() if rule != "all"}
-

@@ -276,6 +276,7 @@ def test_a_second_project_planned_mid_build_removes_and_rebuilds_nothing(testdat
     links = Path(plan_reference(sources, str(resources), str(tmp_path / "two" / "results")).fasta)
     assert [os.path.realpath(path) for path in reference_files(str(links))] == \
         [str(shared / name) for name in ["genome.fa", "genome.fa.fai", *(f"genome.fa{s}" for s in BWA_INDEX_SUFFIXES)]]
+    assert os.path.isdir(links.parent)  # made at the run's start: later parses keep the links
     assert "is built (by another run, or an earlier one); linking it" in (
         logs / "reference_bwa_index" / f"{shared.name}.log").read_text()
     # Its next run reads the build through its links (no rule of its inputs changes), and a third

@@ -163,11 +163,6 @@ SIMPLE_REPEAT = (
 # Genomon's hotspot database: hotspotCall for every pair with a matched normal, and `mutil filter`
 # keeps the rows it names (rules/identify_mutations.smk, rules/merge_mutation.smk).
 HOTSPOT_DB = config_path(config["hotspot_db"]) if config["hotspot_db"] else None
-# A project reading a build through its links keeps them (setup_build.shared_in_place): their
-# directory, made now, says so to every later parse, a cluster job's own included.
-for linked in (REFERENCE_PLAN, SIMPLE_REPEAT):
-    if linked is not None and linked.link_directory:
-        os.makedirs(linked.link_directory, exist_ok=True)
 # What the set-up rules build, by rule (rules/reference.smk; counted by the plans).
 SETUP_OUTPUTS = setup_outputs(REFERENCE_PLAN, SIMPLE_REPEAT)
 # The set-up rules with work left: some output missing (the rest an earlier run built).

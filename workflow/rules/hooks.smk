@@ -7,6 +7,7 @@ only the user's hooks."""
 # The output directory's lock first: a run refused there touches nothing.
 def at_start():
     take_run_lock()
+    keep_setup_links()
     report_scratch_leftovers("at the start of this run, from an earlier one")
     TIER_MONITOR.start()
     transfer_reference_at_start()

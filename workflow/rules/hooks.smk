@@ -4,6 +4,15 @@ staging, and the closing summaries. As a module of a user's Snakefile too, where
 only the user's hooks."""
 
 
+def keep_setup_links():
+    """At the start of a run (not a dry run): the directories of the project's links to shared
+    builds, which keep later parses on the links (setup_build.shared_in_place), a cluster job's
+    own parse included, which may come after another project completed the build."""
+    for linked in (REFERENCE_PLAN, SIMPLE_REPEAT):
+        if linked is not None and linked.link_directory:
+            os.makedirs(linked.link_directory, exist_ok=True)
+
+
 # The output directory's lock first: a run refused there touches nothing.
 def at_start():
     take_run_lock()

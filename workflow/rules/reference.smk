@@ -128,15 +128,6 @@ if SIMPLE_REPEAT and SIMPLE_REPEAT.built:
             " && link_built"
 
 
-def keep_setup_links():
-    """At the start of a run (not a dry run): the directories of the project's links to shared
-    builds, which keep later parses on the links (setup_build.shared_in_place), a cluster job's
-    own parse included, which may come after another project completed the build."""
-    for linked in (REFERENCE_PLAN, SIMPLE_REPEAT):
-        if linked is not None and linked.link_directory:
-            os.makedirs(linked.link_directory, exist_ok=True)
-
-
 localrules:
     setup,
 

@@ -173,7 +173,7 @@ def reference_index_files(fasta: str) -> list[str]:
 def shared_in_place(shared: list[str], links: list[str]) -> bool:
     """Whether a project reads a shared build in place: it is complete, and the project has no
     directory for links to it (a project that planned before it was complete keeps its links:
-    the run makes their directory at its start (rules/reference.smk, keep_setup_links), so a
+    the run makes their directory at its start (rules/hooks.smk, keep_setup_links), so a
     cluster job's own parse after the build completed still finds the rule it runs)."""
     return all(os.path.isfile(path) for path in shared) and not (
         os.path.isdir(os.path.dirname(links[0])) or any(os.path.lexists(path) for path in links))

@@ -1,0 +1,57 @@
+"""Cohorts at a cluster's granularity (issue 39): the stage plan of any cohort without Snakemake's
+DAG, and a cohort run in batches (Snakemake's --batch) whose results equal a one-shot run's."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import RUN_DIR, job_stats, run_snakemake
+from genomon_smk.plan import batches
+from genomon_smk.plan.stage_plan import cohort_shape, main, rule_jobs, stage_jobs
+from test_stage_plan import printed_plan, scenario_copy
+
+
+def test_the_stage_plan_of_10000_pairs_at_the_papers_granularity_in_well_under_a_second(capsys):
+    start = time.monotonic()
+    assert main(["--pairs", "10000", "--chunks", "2712", "--regions", "87"]) == 0
+    assert time.monotonic() - start < 1
+    stages, rules = printed_plan(capsys.readouterr().out)
+    expected = rule_jobs(cohort_shape(10_000, 2712, 87, 86))
+    assert rules == {rule: count for rule, count in expected.items() if rule != "all"}
+    assert stages == stage_jobs(expected)
+    assert rules["map_reads"] == 20_000 * 2712 and rules["identify_mutations"] == 10_000 * 86
+
+
+def test_a_hypothetical_cohorts_regions_default_to_grch37_at_the_schemas_cut(capsys):
+    main(["--pairs", "2"])
+    out = capsys.readouterr().out
+    assert "4 samples (4 mapped, 0 imported)" in out and "8 chunks per mapped sample" in out
+
+
+def test_batches_follow_the_planned_jobs_and_end_with_the_cohorts_end_stages():
+    assert batches.batch_count(100, 400_000) == 1 and batches.batch_count(570_000, 400_000) == 3
+    runs = batches.commands(["--configfile", "c.yaml"], 3)
+    assert [run[-1] for run in runs[:3]] == [f"cohort_results={i}/3" for i in (1, 2, 3)]
+    final = runs[-1]
+    allowed = final[final.index("--allowed-rules") + 1:]
+    assert {"post_analysis_mutation", "paplot", "multiqc", "utilisation_timeline", "all"} <= set(allowed)
+    assert not {"map_reads", "markdup", "identify_mutations", "merge_bam"} & set(allowed)
+
+
+@pytest.mark.workflow
+def test_the_stage_plan_from_a_config_counts_what_snakemakes_dag_does(tmp_path, testdata):
+    """`python -m genomon_smk.plan.stage_plan --configfile` (the workflow's parse, no DAG) against
+    the Job stats of the dry run, in the pair scenario."""
+    config = scenario_copy(tmp_path, testdata, "config-pair")
+    plan = subprocess.run(
+        [sys.executable, "-m", "genomon_smk.plan.stage_plan", "--configfile", str(config), "--",
+         "--profile", "profiles/local", "--cores", "2"],
+        cwd=RUN_DIR, capture_output=True, text=True, check=True,
+    )
+    stages, rules = printed_plan(plan.stderr)
+    result = run_snakemake(config, "-n", "--quiet", "rules")
+    snakemake = job_stats(result.stdout + result.stderr)
+    assert rules == {rule: count for rule, count in snakemake.items() if rule != "all"}
+    assert stages == stage_jobs(snakemake)

@@ -7,10 +7,19 @@ import time
 
 import pytest
 
-from conftest import RUN_DIR, job_stats, run_snakemake
+from conftest import (
+    RUN_DIR,
+    job_stats,
+    result_rows,
+    reuse_mapped_samples,
+    run_snakemake,
+    scenario_variant,
+)
 from genomon_smk.plan import batches
 from genomon_smk.plan.stage_plan import cohort_shape, main, rule_jobs, stage_jobs
 from test_stage_plan import printed_plan, scenario_copy
+
+SAMPLES = ("tumor", "normal", "pon1", "pon2", "pon3")  # the default scenario's
 
 
 def test_the_stage_plan_of_10000_pairs_at_the_papers_granularity_in_well_under_a_second(capsys):
@@ -34,6 +43,7 @@ def test_batches_follow_the_planned_jobs_and_end_with_the_cohorts_end_stages():
     assert batches.batch_count(100, 400_000) == 1 and batches.batch_count(570_000, 400_000) == 3
     runs = batches.commands(["--configfile", "c.yaml"], 3)
     assert [run[-1] for run in runs[:3]] == [f"cohort_results={i}/3" for i in (1, 2, 3)]
+    assert runs[0].index("cohort_results") < runs[0].index("--configfile")  # not taken as a config file
     final = runs[-1]
     allowed = final[final.index("--allowed-rules") + 1:]
     assert {"post_analysis_mutation", "paplot", "multiqc", "utilisation_timeline", "all"} <= set(allowed)
@@ -55,3 +65,34 @@ def test_the_stage_plan_from_a_config_counts_what_snakemakes_dag_does(tmp_path, 
     snakemake = job_stats(result.stdout + result.stderr)
     assert rules == {rule: count for rule, count in snakemake.items() if rule != "all"}
     assert stages == stage_jobs(snakemake)
+
+
+@pytest.mark.workflow
+def test_a_cohort_run_in_batches_equals_the_one_shot_run_and_resumes(tmp_path, scenario_root, pipeline_run):
+    """The default scenario (a pair with a panel of three normals) on its own run's BAMs, in two
+    batches of Snakemake's --batch (the pair's marker, then the panel samples' files) and the end
+    stages' run (genomon_smk.plan.batches): every per-pair result and the cohort's merged tables
+    are the one-shot run's (pipeline_run); run again, nothing is left to do."""
+    config = scenario_variant(scenario_root, "config", tmp_path)
+    results = tmp_path / "results"
+    reuse_mapped_samples(pipeline_run, results, SAMPLES)
+    command = [sys.executable, "-m", "genomon_smk.plan.batches", "--batches", "2", "--",
+               "--profile", "profiles/local", "--configfile", str(config), "--cores", "2"]
+    run = subprocess.run(command, cwd=RUN_DIR, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-6000:]
+    assert "batch 2/2" in run.stderr and "the cohort's end stages" in run.stderr
+    assert run.stderr.count("Considering only batch") == 1  # the last batch plans the rest
+    compared = [
+        *(f"mutation/tumor/tumor.genomon_mutation.result{suffix}" for suffix in (".txt", ".filt.txt")),
+        *(f"sv/tumor/tumor.genomonSV.result{suffix}" for suffix in (".txt", ".filt.txt")),
+        "mutation/tumor/tumor.genomon_mutation.summary.tsv",
+        *(path.relative_to(pipeline_run).as_posix()
+          for path in sorted((pipeline_run / "post_analysis").rglob("*.txt"))),
+    ]
+    assert any("post_analysis" in name for name in compared)
+    for name in compared:
+        assert result_rows(results / name) == result_rows(pipeline_run / name), name
+    assert (results / "paplot").is_dir() and (results / "qc" / "multiqc_report.html").is_file()
+    again = subprocess.run(command, cwd=RUN_DIR, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-6000:]
+    assert again.stderr.count("Nothing to be done") == 3, again.stderr[-6000:]

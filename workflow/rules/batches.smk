@@ -1,21 +1,21 @@
 """A cohort too large for one DAG, in batches (docs/usage.md, `python -m genomon_smk.plan.batches`):
-`snakemake cohort_results --batch cohort_results=i/n` plans and runs 1/n of the cohort's
-per-sample and per-pair results at a time (Snakemake's --batch over this aggregating rule), and a
-last run with --allowed-rules of the cohort's end stages (post-analysis, pmsignature, paplot,
-MultiQC, the timeline) makes the cohort-level files from them: no run plans the whole cohort.
+`snakemake cohort_results --batch cohort_results=i/n` plans and runs 1/n of the cohort's pairs at
+a time (Snakemake's --batch over this aggregating rule), and a last run with --allowed-rules of
+the cohort's end stages (post-analysis, pmsignature, paplot, MultiQC, the timeline) makes the
+cohort-level files from their results: no run plans the whole cohort.
 """
 
 
-# Every file of the run that one sample or pair makes and a cohort-level end stage reads: the
-# final targets without the end stages' own, and what only the end stages read (the samples'
-# samtools and mosdepth tables, GenomonSV's parsed junctions). Listed when the job is planned.
-def batched_results(wildcards):
+def batched_results():
+    """Every file of the run that one sample or pair makes and a cohort-level end stage reads: the
+    final targets without the end stages' own, and what only the end stages read (the samples'
+    samtools and mosdepth tables, GenomonSV's parsed junctions)."""
     end = {
         *POST_ANALYSIS_TARGETS,
         *PMSIGNATURE_TARGETS,
         *PAPLOT_TARGETS,
-        *(rules.multiqc.output if QC_SAMPLES else []),
-        *(rules.sv_multiqc_tables.output if QC_SAMPLES and SV_PAIRS else []),
+        *rules.multiqc.output,
+        *rules.sv_multiqc_tables.output,
     }
     read_by_end = [
         *expand(rules.bam_stats.output.stats, sample=QC_SAMPLES),
@@ -35,11 +35,48 @@ def batched_results(wildcards):
     )
 
 
+@functools.cache
+def results_by_pair():
+    """batched_results by the pair they belong to (the pairs table's tumor of the sample or SV name
+    that names the file's directory: bam/<sample>/, mutation/<tumor>/, qc/<sample>/, sv/<name>/),
+    and those of no pair (a panel's own samples, samples of no pair) under None. Snakemake's
+    --batch slices its rule's input sorted by path: one file per pair keeps a batch's DAG to its
+    pairs' jobs, where the files themselves would sort the whole cohort's BAMs into one batch.
+    """
+    owner = {}
+    for pair in [*COHORT.pairs, *SV_PAIRS.values()]:
+        for name in (pair.tumor, pair.normal):
+            if name:
+                owner.setdefault(name, pair.tumor)
+    output = Path(OUTPUT_DIR)
+    groups = {}
+    for path in batched_results():
+        parts = Path(path).relative_to(output).parts
+        tumor = owner.get(parts[1]) if len(parts) > 2 else None
+        groups.setdefault(tumor, []).append(path)
+    return groups
+
+
+BATCH_DIR = f"{OUTPUT_DIR}/.batches"
+
+
 localrules:
     cohort_results,
+    pair_results,
 
 
-# Only names files, as `all` does (no job runs for it).
+# Only names files, as `all` does (no job runs for it): each pair's marker, then the files of no pair.
 rule cohort_results:
     input:
-        batched_results,
+        lambda wildcards: [
+            f"{BATCH_DIR}/{tumor}.done" for tumor in results_by_pair() if tumor
+        ]
+        + results_by_pair().get(None, []),
+
+
+# A pair's results are made: its samples' BAMs and QC, its mutation and SV results.
+rule pair_results:
+    input:
+        lambda wildcards: results_by_pair()[wildcards.pair_tumor],
+    output:
+        touch(f"{BATCH_DIR}/{{pair_tumor}}.done"),

@@ -62,7 +62,8 @@ def batch_count(jobs: int, max_jobs: int) -> int:
 
 def commands(args: list[str], batches: int) -> list[list[str]]:
     """The batches' Snakemake commands, then the end stages' run."""
-    runs = [snakemake([*args, BATCH_TARGET, "--batch", f"{BATCH_TARGET}={i}/{batches}"])
+    # The target first: after the user's arguments a --configfile (nargs +) would take it.
+    runs = [snakemake([BATCH_TARGET, *args, "--batch", f"{BATCH_TARGET}={i}/{batches}"])
             for i in range(1, batches + 1)]
     allowed = [*END_RULES, *sorted(SETUP_RULES), TARGET_RULE]
     return [*runs, snakemake([*args, "--allowed-rules", *allowed])]

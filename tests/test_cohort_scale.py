@@ -65,6 +65,9 @@ def test_the_stage_plan_from_a_config_counts_what_snakemakes_dag_does(tmp_path, 
     snakemake = job_stats(result.stdout + result.stderr)
     assert rules == {rule: count for rule, count in snakemake.items() if rule != "all"}
     assert stages == stage_jobs(snakemake)
+    # The batches' default count reads the same plan's total.
+    args = ["--profile", str(RUN_DIR / "profiles" / "local"), "--configfile", str(config), "--cores", "2"]
+    assert batches.planned_jobs(args) == sum(snakemake.values())
 
 
 @pytest.mark.workflow

@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.markdown:
         print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     else:
-        print("".join(f"{name:>12}" for name in header))
+        print("".join(f"{name:>15}" for name in header))
     by_name = granularities()
     runs = [
         (name, replace(by_name[name], chunks=chunks) if chunks else by_name[name], pairs)
@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.markdown:
             print("| " + " | ".join(str(cell) for cell in cells) + " |", flush=True)
         else:
-            print("".join(f"{cell!s:>12}" for cell in cells), flush=True)
+            print("".join(f"{cell!s:>15}" for cell in cells), flush=True)
         for index, batch in batch_rows:
             row = [f"{name} batch {index}/{args.batches}", pairs, shape.samples, shape.chunks, shape.regions,
                    batch.jobs, f"{batch.wall:.1f}", f"{batch.cpu:.1f}", f"{batch.peak_mb:.0f}", f"{batch.load:.1f}",
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> None:
             if args.markdown:
                 print("| " + " | ".join(str(cell) for cell in row) + " |", flush=True)
             else:
-                print("".join(f"{cell!s:>12}" for cell in row), flush=True)
+                print("".join(f"{cell!s:>15}" for cell in row), flush=True)
 
 
 if __name__ == "__main__":

@@ -294,6 +294,12 @@ try:
     REGION_FILE = (
         config_path(config["regions"]["file"]) if config["regions"]["file"] else None
     )
+    # A missing interval list: refused with the rest (the whole genome's regions meanwhile).
+    if REGION_FILE and not os.path.isfile(REGION_FILE):
+        REFUSALS.append(
+            config_key_problem(("regions", "file"), f"file not found: {REGION_FILE}")
+        )
+        REGION_FILE = None
     REGIONS = regions_of(
         CONTIGS,
         REGION_FILE,

@@ -309,6 +309,8 @@ def merge_option_mappings(config: dict, schema: dict, base: dict) -> list[tuple[
             merged = merged_options(start if isinstance(start, str) else "", changes)
         except ValueError as error:
             problems.append((path, str(error)))
+            # The problem says it: the schema's "is not of type 'string'" would only mislead.
+            del value_at(config, path[:-1])[path[-1]]
             continue
         value_at(config, path[:-1])[path[-1]] = merged
     return problems

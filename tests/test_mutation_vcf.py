@@ -9,6 +9,7 @@ import pysam
 import pytest
 
 from genomon_smk.tools import mutil
+from genomon_smk.steps import merge_mutation
 from genomon_smk.steps.merge_mutation import header_columns, write_vcf
 
 PARAMS = ["--fish_pval", "1.0", "--realign_pval", "1.0", "--eb_pval", "4.0", "--tcount", "4", "--ncount", "2"]
@@ -123,3 +124,11 @@ def test_the_vcf_command_takes_the_hotspot_database(tmp_path):
                     "--hotspot-db", str(db)], check=True, capture_output=True)
     with pysam.VariantFile(str(out)) as vcf:
         assert [r.pos for r in vcf if "HS" in r.info] == [20]
+
+
+def test_the_vcf_command_logs_as_the_filter_mutation_step(tmp_path, capsys):
+    """The `vcf` command runs in the filter_mutation job: its log line names that step."""
+    fasta, result = make_inputs(tmp_path)
+    assert merge_mutation.main(["vcf", "--result", str(result), "--reference", str(fasta),
+                                "--out", str(tmp_path / "all.vcf.gz"), "--tumor", "T", "--normal", "N"]) == 0
+    assert capsys.readouterr().out == "filter_mutation: 3 VCF records in all.vcf.gz\n"

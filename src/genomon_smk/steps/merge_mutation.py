@@ -292,7 +292,8 @@ def main(argv=None) -> int:
         filter_params = shlex.split(args.filter_params) if args.filter_params is not None else None
         records = write_vcf(args.result, args.reference, args.out, args.tumor, args.normal, filter_params,
                             args.hotspot_db or None)
-        print(f"merge_mutation: {records} VCF records")
+        # The filter_mutation job's step (rules/merge_mutation.smk), whose log this line is in.
+        print(f"filter_mutation: {records} VCF records in {os.path.basename(args.out)}")
     return 0
 
 

@@ -5,6 +5,8 @@
     .venv/bin/python bench/dryrun_scale.py --pairs 1 10 --granularity paper
     .venv/bin/python bench/dryrun_scale.py --pairs 100 --granularity default --chunks 8 32 64
     .venv/bin/python bench/dryrun_scale.py --pairs 100 --granularity default --profile /tmp/dag.prof  # cProfile
+    .venv/bin/python bench/dryrun_scale.py --stage-plan-only --pairs 1000 10000 --granularity paper
+    .venv/bin/python bench/dryrun_scale.py --pairs 1000 --granularity default --chunks 64 --batches 4
 
 Granularities: `default` = the config schema's defaults (split.chunks, regions.max_length and
 regions.pack_bp on GRCh37's 25 primary contigs); `paper` = the Fugaku paper's 2712 chunks per
@@ -13,6 +15,18 @@ jobs in the DAG (Snakemake's count, checked against genomon_smk.plan.stage_plan'
 seconds, CPU seconds (user + system: steadier than wall time on a shared machine), peak RSS of
 the dry run and the load average during it. Configurations whose predicted DAG exceeds
 --max-jobs (300,000) are not run; their predicted job count is printed instead.
+
+`stage plan s` is the whole cohort's stage plan without Snakemake's DAG: `python -m
+genomon_smk.plan.stage_plan --configfile` on the cohort's config (the workflow's parse, as
+`snakemake --list-rules` runs it: the config, the sheets and the plans; wall seconds, peak MB in
+`plan MB`); with --stage-plan-only nothing else runs, and for a configuration over --max-jobs the
+hypothetical cohort's table (`--pairs`, no sheet; also shown after the config's) is timed
+instead, which takes well under a second.
+
+--batches N adds, per configuration, the dry runs of a cohort run in N batches
+(genomon_smk.plan.batches: `snakemake -n cohort_results --batch cohort_results=i/N`): batch i's
+jobs, wall and CPU seconds and peak MB, for i = 1..N-1 (the last batch checks that the earlier
+ones' files exist, which a dry run does not make: in a real run it plans the same share).
 
 Inputs are placeholders (a FASTQ record per file, a sparse GRCh37-shaped FASTA): a dry run reads
 only what the checks before any job read.
@@ -32,6 +46,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -219,7 +234,7 @@ def jobs_in(stdout: str) -> int:
     return next(int(line.split()[1]) for line in stdout.splitlines() if line.startswith("total"))
 
 
-def dry_run(config: Path, profile: str | None = None) -> Measurement:
+def dry_run(config: Path, profile: str | None = None, target: str | None = None, batch: str | None = None) -> Measurement:
     """Run `snakemake -n` (optionally under cProfile) and measure that process alone: os.wait4
     gives the rusage of exactly this child, so runs do not mix their peaks."""
     snakemake = [sys.executable, "-m", "snakemake"]
@@ -228,7 +243,8 @@ def dry_run(config: Path, profile: str | None = None) -> Measurement:
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.monotonic()
         process = subprocess.Popen(
-            [*snakemake, "-n", "--quiet", "rules", "--cores", "2", "--configfile", str(config)],
+            [*snakemake, *([target] if target else []), "-n", "--quiet", "rules", "--cores", "2",
+             *(["--batch", batch] if batch else []), "--configfile", str(config)],
             cwd=REPO, stdout=out, stderr=err, text=True, env=no_scontrol(config.parent),
         )
         _, status, usage = os.wait4(process.pid, 0)
@@ -243,6 +259,35 @@ def dry_run(config: Path, profile: str | None = None) -> Measurement:
     return Measurement(jobs_in(stdout), wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, load)
 
 
+def stage_plan(config: Path) -> tuple[float, float, int]:
+    """Wall seconds, peak MB and the total of the stage plan of the cohort's config, printed
+    without Snakemake's DAG (python -m genomon_smk.plan.stage_plan --configfile)."""
+    with tempfile.TemporaryFile("w+") as err:
+        start = time.monotonic()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "genomon_smk.plan.stage_plan", "--configfile", str(config), "--", "--cores", "2"],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, text=True, env=no_scontrol(config.parent),
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.monotonic() - start
+        err.seek(0)
+        stderr = err.read()
+    total = re.search(r"^  total \(with rule all\) +(\d+)", stderr, flags=re.M)
+    if os.waitstatus_to_exitcode(status) != 0 or not total:
+        raise SystemExit(f"the stage plan failed for {config}:\n{stderr[-3000:]}")
+    return wall, usage.ru_maxrss / 1024, int(total.group(1))
+
+
+def hypothetical_plan(shape: CohortShape) -> float:
+    """Seconds to print the stage plan of a cohort of this shape (no config, no sheet, no DAG)."""
+    start = time.monotonic()
+    with open(os.devnull, "w") as devnull:
+        subprocess.run([sys.executable, "-m", "genomon_smk.plan.stage_plan", "--pairs", str(shape.pairs),
+                        "--chunks", str(shape.chunks), "--regions", str(shape.regions)],
+                       cwd=REPO, stdout=devnull, check=True)
+    return time.monotonic() - start
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, nargs="+", default=[1, 10, 100])
@@ -255,13 +300,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--job-starts", type=int, default=3,
                         help="time a cluster job's own start this many times, the best kept (0: not)")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--stage-plan-only", action="store_true",
+                        help="only the stage plan without the DAG (no dry run, no job start)")
+    parser.add_argument("--batches", type=int, help="also dry-run the cohort's batches 1..N-1 of N")
     args = parser.parse_args(argv)
     header = ("granularity", "pairs", "samples", "chunks", "regions", "jobs", "wall s", "CPU s", "peak MB", "load",
-              "job start s", "job CPU s")
+              "job start s", "job CPU s", "stage plan s", "plan MB")
     if args.markdown:
         print("| " + " | ".join(header) + " |\n|" + "---|" * len(header))
     else:
-        print("".join(f"{name:>12}" for name in header))
+        print("".join(f"{name:>15}" for name in header))
     by_name = granularities()
     runs = [
         (name, replace(by_name[name], chunks=chunks) if chunks else by_name[name], pairs)
@@ -273,22 +321,43 @@ def main(argv: list[str] | None = None) -> None:
         shape = granularity.shape(pairs)
         predicted = total_jobs(shape)
         cells = [name, pairs, shape.samples, shape.chunks, shape.regions]
-        if predicted > args.max_jobs:
-            cells += [f"{predicted} (predicted)", "not run", "", "", "", "", ""]
+        batch_rows = []
+        if args.stage_plan_only:
+            with tempfile.TemporaryDirectory() as tmp:
+                config = write_inputs(Path(tmp), pairs, granularity)
+                wall, peak, planned = stage_plan(config)
+            cells += [f"{planned} (plan)", "", "", "", f"{os.getloadavg()[1]:.1f}", "", "",
+                      f"{wall:.1f}; {hypothetical_plan(shape):.2f} no sheet", f"{peak:.0f}"]
+        elif predicted > args.max_jobs:
+            cells += [f"{predicted} (predicted)", "not run", "", "", "", "", "",
+                      f"{hypothetical_plan(shape):.2f} (no sheet)", ""]
         else:
             with tempfile.TemporaryDirectory() as tmp:
                 config = write_inputs(Path(tmp), pairs, granularity)
                 result = dry_run(config, args.profile)
                 start = job_start(config, args.job_starts) if args.job_starts else None
+                wall, peak, _ = stage_plan(config)
+                for index in range(1, args.batches or 0):
+                    batch = dry_run(config, target="cohort_results", batch=f"cohort_results={index}/{args.batches}")
+                    batch_rows.append((index, batch))
             if result.jobs != predicted:
                 print(f"WARNING: Snakemake planned {result.jobs} jobs, the stage plan predicts {predicted}",
                       file=sys.stderr)
             cells += [result.jobs, f"{result.wall:.1f}", f"{result.cpu:.1f}", f"{result.peak_mb:.0f}",
                       f"{result.load:.1f}", *(f"{seconds:.1f}" for seconds in start or ())] + ([] if start else ["", ""])
+            cells += [f"{wall:.1f}", f"{peak:.0f}"]
         if args.markdown:
             print("| " + " | ".join(str(cell) for cell in cells) + " |", flush=True)
         else:
-            print("".join(f"{cell!s:>12}" for cell in cells), flush=True)
+            print("".join(f"{cell!s:>15}" for cell in cells), flush=True)
+        for index, batch in batch_rows:
+            row = [f"{name} batch {index}/{args.batches}", pairs, shape.samples, shape.chunks, shape.regions,
+                   batch.jobs, f"{batch.wall:.1f}", f"{batch.cpu:.1f}", f"{batch.peak_mb:.0f}", f"{batch.load:.1f}",
+                   "", "", "", ""]
+            if args.markdown:
+                print("| " + " | ".join(str(cell) for cell in row) + " |", flush=True)
+            else:
+                print("".join(f"{cell!s:>15}" for cell in row), flush=True)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ Both coding genes of contig 1 read ATG GCT TGG (GAA CTG AAA CCC ...) ... TAA (70
 
 from __future__ import annotations
 
+import gzip
 import random
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import pysam
 import pytest
 
 from genomon_smk.tools.annotate import COLUMNS, Annotator, builtin_table, read_gene_table
+from genomon_smk.tools.annotate import cli
 from genomon_smk.tools.annotate.genes import Transcript, _make
 from genomon_smk.tools.annotate.sequence import revcomp
 
@@ -504,3 +506,35 @@ def test_a_gff3_or_empty_table_is_refused(tmp_path):
     empty.write_text("")
     with pytest.raises(GeneTableError, match="no transcripts"):
         read_gene_table(empty)
+
+
+def test_cli_names_a_plain_gzip_reference_as_such(files, tmp_path, capsys):
+    """samtools faidx cannot index a plain gzip FASTA: the CLI says to give it uncompressed or
+    bgzip-compressed (not `samtools faidx X.fa.gz`, which would fail)."""
+    plain = tmp_path / "ref.fa.gz"
+    with gzip.open(plain, "wb") as out:
+        out.write(files["fasta"].read_bytes())
+    source = tmp_path / "in.tsv"
+    source.write_text("Chr\tStart\tEnd\tRef\tAlt\n")
+    assert cli.main(["--genes", str(files["table"]), "--reference", str(plain), str(source),
+                     str(tmp_path / "out.tsv")]) == 2
+    error = capsys.readouterr().err
+    assert "is gzip-compressed" in error and "uncompressed or bgzip-compressed" in error, error
+    assert "(samtools faidx" not in error
+    bgzipped = tmp_path / "ref.bgz.fa.gz"
+    pysam.tabix_compress(str(files["fasta"]), str(bgzipped))
+    assert not cli.plain_gzip(str(bgzipped)) and not cli.plain_gzip(str(files["fasta"])) and cli.plain_gzip(str(plain))
+
+
+def test_cli_warns_when_a_built_in_table_is_another_genomes(files, tmp_path):
+    """--genes hg19 on a reference whose chromosome 1 is not hg19's: the workflow refuses it; the
+    CLI warns (the same chromosome-1 lengths)."""
+    fai = tmp_path / "genome.fa.fai"
+    fai.write_text("chr1\t1000\t6\t60\t61\n")
+    warning = cli.other_genome("hg19", str(fai))
+    assert "hg19 is the refGene table of a genome whose chromosome 1 is 249,250,621 bp, but its chromosome 1 " \
+           "is 1,000 bp" in warning
+    fai.write_text("chr1\t249250621\t6\t60\t61\n")
+    assert cli.other_genome("GRCh37", str(fai)) is None
+    fai.write_text("chrX\t1000\t6\t60\t61\n")
+    assert "no chromosome 1" in cli.other_genome("mm10", str(fai))

@@ -1,6 +1,8 @@
 """Config is not code (issue 24, item 5): every free-text options key reaches its tool as quoted
 words, the same way in every rule; shell syntax in a value runs nothing, and a value that cannot
-be split into words is refused before any job, naming the key."""
+be split into words is refused before any job, naming the key. Shell syntax in a value (or in an
+options string nested in one, `-S '...'`) is refused before any job too, quoting the user's own
+words (issue 34): quoted, it ran nothing but failed every job of its tool."""
 
 import shlex
 import subprocess
@@ -77,11 +79,30 @@ def test_every_free_text_key_of_the_schema_is_an_options_key():
 @pytest.mark.parametrize("key", OPTION_KEYS, ids=".".join)
 def test_shell_syntax_in_an_options_value_is_passed_as_text(tmp_path, key):
     value = payload(tmp_path, "x")
-    assert config_problems(nested(key, value) | {"reference": "ref.fa"}, SCHEMA, []) == []
     printed = subprocess.run(["bash", "-c", f"printf '%s\\n' {quoted_options(value)}"],
                              capture_output=True, text=True, check=True).stdout
     assert printed.splitlines() == shlex.split(value)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("key", OPTION_KEYS, ids=".".join)
+@pytest.mark.parametrize("value, word", [
+    ("-t 0.1 ; rm -rf X", ";"), ("-T 0 $(touch x)", "$(touch"), ("-a `id`", "`id`"), ("-a 1 | tee y", "|"),
+    ("-a 1 >out", ">out"), ("-a 1 2>err", "2>err"), ("-a 1&&", "1&&"), ("-a $HOME", "$HOME"), ("-a 1;", "1;"),
+])
+def test_shell_syntax_in_an_options_value_is_refused_quoting_the_user_s_words(tmp_path, key, value, word):
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump(nested(key, value)))
+    problems = config_problems(yaml.safe_load(config_file.read_text()) | {"reference": "ref.fa"}, SCHEMA,
+                               [str(config_file)])
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"{config_file}:{len(key)}: key '{'.'.join(key)}': {word!r} in {value!r} "
+                                  "is shell syntax"), problems
+
+
+def test_option_values_without_shell_syntax_pass():
+    for value in ("--ff UNMAP,SECONDARY,QCFAIL,DUP", "-R '@RG\\tID:x'", "--name 'two words' --x=a&b", "-t 0.1"):
+        assert config_problems(nested(("map", "bwa_params"), value) | {"reference": "ref.fa"}, SCHEMA, []) == [], value
 
 
 @pytest.mark.parametrize("key", OPTION_KEYS, ids=".".join)
@@ -96,11 +117,11 @@ def test_an_options_value_with_an_unbalanced_quote_is_refused_naming_the_key(tmp
 
 
 def test_every_rule_passes_the_options_quoted(tmp_path, testdata, no_slurm_probe):
-    """A dry run of every stage (a tumor-only pair too, for the single_params keys) with shell
-    syntax in every options key: each rule's command holds the value as quoted words (or, for the
-    steps that take one options string, that string quoted), never bare. With Genomon's own
-    mutation tools (stand-ins on PATH that never run), whose options are not parsed beforehand
-    as the project's own tools' are."""
+    """A dry run of every stage (a tumor-only pair too, for the single_params keys) with words in
+    every options key that a shell would change (a glob, spaces, a quote): each rule's command
+    holds the value as quoted words (or, for the steps that take one options string, that
+    string quoted), never bare. With Genomon's own mutation tools (stand-ins on PATH that never
+    run), whose options are not parsed beforehand as the project's own tools' are."""
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text((testdata / "pairs.tsv").read_text() + "pon1\t\t\n")
     upstream = tmp_path / "upstream"
@@ -110,7 +131,8 @@ def test_every_rule_passes_the_options_quoted(tmp_path, testdata, no_slurm_probe
         (upstream / tool).chmod(0o755)
     # Not ANNOVAR's: its options are read before any job for its protocols' files, and reach
     # table_annovar.pl as one quoted string split without a shell (tests/test_annotation_stage.py).
-    values = {key: payload(tmp_path, ".".join(key)) for key in OPTION_KEYS if key != ("annotation", "table_annovar_params")}
+    values = {key: f"--{'.'.join(key)} 'two words' '{tmp_path}/*' \"it's\"" for key in OPTION_KEYS
+              if key != ("annotation", "table_annovar_params")}
     config = write_config(tmp_path, testdata, pairs=str(pairs), split={"chunks": 1}, mutation_tools="upstream",
                           hotspot_db=str(testdata / "hotspot_database.txt"),  # hotspot_call.params is used
                           **merged(*(nested(key, value) for key, value in values.items())))
@@ -119,35 +141,16 @@ def test_every_rule_passes_the_options_quoted(tmp_path, testdata, no_slurm_probe
     for key, value in values.items():
         quoted = quoted_options(value)
         assert quoted in output or shlex.quote(quoted) in output, ".".join(key)
-    # Each substitution starts a quoted word; no separator or pipe stands bare.
-    for marker in ("$(touch", "`touch"):
-        assert [output[index - 1] for index in find_all(output, marker)] == ["'"] * output.count(marker)
-    assert "; touch" not in output and "| touch" not in output
+    assert f" {tmp_path}/* " not in output
 
 
-def find_all(text, part):
-    start = text.find(part)
-    while start != -1:
-        yield start
-        start = text.find(part, start + 1)
-
-
-def test_a_map_job_runs_bwa_with_the_options_as_words_and_nothing_else(tmp_path, testdata, no_slurm_probe):
-    """A real map job with shell syntax in map.bwa_params: bwa gets the words (and refuses them,
-    printing its usage), and no command in them runs."""
-    samples = tmp_path / "samples.tsv"
-    samples.write_text("sample\tfq1\tfq2\n" + "tumor\t{0}/tumor_L1_R1.fastq.gz\t{0}/tumor_L1_R2.fastq.gz\n".format(
-        testdata / "fastq"))
-    config = write_config(tmp_path, testdata, samples=str(samples), pairs=None, control_panels={}, split={"chunks": 1},
-                          map={"bwa_params": "-T 0 " + payload(tmp_path, "bwa")})
-    target = tmp_path / "results" / ".tiers" / "shared_tmp" / "map" / "tumor" / "chunk_0000"
-    result = run_snakemake(config, str(target), check=False, env=no_slurm_probe)
-    assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith("bwa.")) == []
-    log_file = tmp_path / "results" / "logs" / "map_reads" / "tumor" / "0000.log"
-    assert log_file.exists(), result.stdout[-3000:] + result.stderr[-3000:]
-    log = log_file.read_text()
-    assert result.returncode != 0 and "Usage: bwa mem" in log
-    assert f"-T 0 '$(touch' '{tmp_path}/bwa.sub)' ';' touch" in result.stdout + result.stderr
+def test_shell_syntax_in_an_options_value_stops_the_plan_with_its_file_and_line(tmp_path, testdata):
+    config = write_config(tmp_path, testdata, map={"bwa_params": "-T 0 " + payload(tmp_path, "bwa")})
+    with pytest.raises(WorkflowError) as refused:
+        parse_workflow(config)
+    line = next(n for n, text in enumerate(Path(config).read_text().splitlines(), 1) if "bwa_params" in text)
+    assert f"config.yaml:{line}: key 'map.bwa_params': '$(touch' in " in str(refused.value)
+    assert list(tmp_path.glob("bwa.*")) == []
 
 
 @pytest.mark.parametrize("place", ["$TMPDIR/$(touch x)", "$TMPDIR/`touch x`", '$TMPDIR/" ; touch x ; "',
@@ -177,6 +180,24 @@ def test_a_mutation_tool_option_its_tool_does_not_take_is_refused_naming_the_key
     problems = tool_option_problems(values)
     assert [path for path, _ in problems] == [key]
     assert complaint in problems[0][1], problems
+
+
+@pytest.mark.parametrize("key, value, complaint", [
+    (("hotspot_call", "params"), "-t 0.1 -S '-B $(rm -rf x)'", "'$(rm' in '-B $(rm -rf x)' is shell syntax"),
+    (("hotspot_call", "params"), "-S '-B -q 20 ; id'", "';' in '-B -q 20 ; id' is shell syntax"),
+    (("fisher_mutation_call", "pair_params"), "--samtools_params '-q 20 \"open'", "cannot be split into samtools"),
+    (("indel_filter", "params"), "--samtools_params '-q 20 extra words'", "'extra' is not a samtools mpileup option"),
+])
+def test_a_nested_samtools_options_string_is_checked_too(key, value, complaint):
+    problems = tool_option_problems({key: value})
+    assert [path for path, _ in problems] == [key] and complaint in problems[0][1], problems
+
+
+def test_a_refused_tool_option_names_the_user_s_words_not_the_checker_s_placeholders():
+    """Issue 34: `unrecognized arguments: N.bam out db` named the files the check adds."""
+    problems = tool_option_problems({("hotspot_call", "params"): "-t 0.1 rm X"})
+    assert len(problems) == 1 and "unrecognized arguments: rm X" in problems[0][1], problems
+    assert "N.bam" not in problems[0][1] and "'-t 0.1 rm X'" in problems[0][1]
 
 
 def test_the_default_config_s_tool_options_all_parse():

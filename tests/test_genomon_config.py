@@ -4,6 +4,7 @@ a mapping (config_check.merged_options)."""
 
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from genomon_smk.plan import genomon_config
@@ -52,14 +53,13 @@ def test_flags_are_genomons_literal_true_and_annovar_keys_follow_its_flag(tmp_pa
                    "[hotspot]\nactive_hotspot_flag = False\n"
                    "[annotation]\nactive_annovar_flag = True\nannovar_buildver = hg19\n"
                    "annovar_database = humandb\ntable_annovar_params = -buildver hg19 -remove\n"
-                   "[paplot]\ninclude_unpair = true\n[mystery]\nkey = 1\n")
+                   "[paplot]\ninclude_unpair = true\n")
     read = genomon_config.read_genomon_config(str(cfg))
     assert read.config["hotspot_db"] is None  # the hotspot call off, as Genomon's flag says
     assert read.config["annotation"] == {"enable": True, "tool": "annovar", "annovar_dir": "/opt/annovar", "annovar_buildver": "hg19",
                                          "annovar_database": str(tmp_path / "humandb"),
                                          "table_annovar_params": "-buildver hg19 -remove"}
     assert read.problems == [f"{cfg}:14: [paplot] include_unpair: 'true': Genomon reads only `True` as on; write True or False"]
-    assert dict(read.unused)["[mystery] key"].startswith("nothing: not a key of Genomon")
     # Keys this version's schema lacks are listed, not passed on.
     kept = genomon_config.within_schema(read, {"properties": {"reference": {}, "hotspot_db": {}}})
     assert kept == {"reference": "/ref/GRCh37.fa", "hotspot_db": None}
@@ -92,6 +92,10 @@ def test_an_options_mapping_is_merged_into_the_cfgs_string_or_the_default():
     assert config["mutation_util"]["single_params"] == "--post10q 0.1 --r_post10q 0.1 --count 5"  # the default
     assert problems == [(("fisher_mutation_call", "pair_params"),
                          "'min_depth' is not an option: write it as the tool does, e.g. --min_depth")]
+    # The mapping that cannot be merged is dropped: no schema type complaint beside the hint.
+    assert "pair_params" not in config["fisher_mutation_call"]
+    errors = jsonschema.validators.validator_for(SCHEMA)(SCHEMA).iter_errors(config)
+    assert [e.message for e in errors if e.validator == "type"] == []
 
 
 def test_a_problem_of_a_key_only_the_cfg_sets_names_the_cfgs_line(tmp_path):
@@ -102,3 +106,32 @@ def test_a_problem_of_a_key_only_the_cfg_sets_names_the_cfgs_line(tmp_path):
         "dna_genomon.cfg:120: [mutation_util] pair_params (config key 'mutation_util.pair_params'): bad"
     assert key_problem(("sv_filt", "grc"), "bad", [str(config)]).startswith(
         f"{config}: key 'sv_filt.grc' (not in this file: its default; add the key here to change it)")
+
+
+def test_a_typo_in_a_section_or_key_is_refused_with_its_line_and_the_name_meant(tmp_path):
+    cfg = tmp_path / "dna_genomon.cfg"
+    cfg.write_text("[fisher_mutation_cal]\npair_params = --min_depth 4\nsingle_params = --min_depth 4\n"
+                   "[indel_filter]\nparms = --min_depth 4\nqsub_option = -l s_vmem=2G\n"
+                   "[mystery]\nkey = 1\n[bwa_mem]\nimage = /x.simg\n")
+    read = genomon_config.read_genomon_config(str(cfg))
+    assert read.problems[0] == (f"{cfg}:2: [fisher_mutation_cal] pair_params: not a section of Genomon v2.6's DNA "
+                                "config (did you mean [fisher_mutation_call]?)")  # once per section
+    assert read.problems[1].startswith(f"{cfg}:5: [indel_filter] parms: not a key of [indel_filter] in Genomon "
+                                       "v2.6's DNA config (did you mean 'params'?)")
+    assert read.problems[2] == f"{cfg}:8: [mystery] key: not a section of Genomon v2.6's DNA config"
+    assert len(read.problems) == 3 and "indel_filter" not in read.config and "fisher_mutation_call" not in read.config
+    # Genomon's keys without a counterpart stay listed, not refused.
+    assert {"[indel_filter] qsub_option", "[bwa_mem] image"} <= set(dict(read.unused))
+
+
+def test_the_annovar_keys_reach_this_versions_annotation_keys(tmp_path):
+    """With active_annovar_flag = True the cfg's ANNOVAR keys pass the schema filter (the
+    gene-annotation stage's keys), none listed as unused."""
+    cfg = tmp_path / "dna_genomon.cfg"
+    cfg.write_text("[SOFTWARE]\nannovar = /opt/annovar\n[annotation]\nactive_annovar_flag = True\n"
+                   "annovar_buildver = hg19\nannovar_database = humandb\ntable_annovar_params = -remove\n")
+    read = genomon_config.read_genomon_config(str(cfg))
+    kept = genomon_config.within_schema(read, SCHEMA)
+    assert kept["annotation"] == {"enable": True, "tool": "annovar", "annovar_dir": "/opt/annovar", "annovar_buildver": "hg19",
+                                  "annovar_database": str(tmp_path / "humandb"), "table_annovar_params": "-remove"}
+    assert not any("annotation" in what for _, what in read.unused), read.unused

@@ -8,6 +8,7 @@ import gzip
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from scipy.stats import fisher_exact
@@ -151,6 +152,17 @@ def test_calls_the_somatic_hotspots_in_database_order_with_fishers_columns_and_t
     first, second = rows[1], rows[2]
     assert (first[5], first[6], first[-1]) == ("18", "3", "12.300")
     assert (second[6], second[9].split(",")[3], second[14], second[-1]) == ("3", "3", "0.000", "12.000")
+
+
+def test_a_database_with_lower_case_alleles_calls_the_same_sites_in_upper_case(pair, tmp_path):
+    """Issue 34: lower-case Ref/Alt rows passed the plan's check and were skipped here ("0 hotspot
+    sites piled up"): every hotspot call and score silently lost."""
+    lower = tmp_path / "lower.txt"
+    lower.write_text("".join(
+        "\t".join(cells[:3] + [cells[3].lower(), cells[4].lower()] + cells[5:]) + "\n"
+        for cells in (line.split("\t") for line in Path(pair["db"]).read_text().splitlines())))
+    assert run_hotspot(dict(pair, db=str(lower))) == run_hotspot(pair)
+    assert run_hotspot(pair)[1]
 
 
 def test_lowered_lod_and_raised_control_rate_call_more(pair):

@@ -139,17 +139,23 @@ def test_retuning_mutil_with_a_hotspot_database_reruns_only_the_filter(hotspot_r
     assert set(planned) == MUTATION_FILTER_JOBS
 
 
-def test_vcf_marks_hotspot_rows_with_a_flag_and_the_lod(hotspot_run):
+def test_vcf_marks_hotspot_rows_with_a_flag_and_the_lod(hotspot_run, testdata):
+    """HS: hotspotCall's calls (with their LOD, LS) and the calls the database names (issue 38:
+    the rows it rescued had no flag)."""
     _, filtered = result_rows(result(hotspot_run, ".filt.txt"))
     lods = {(row["Chr"], int(row["Start"])): float(row[SCORE]) for row in filtered if row[SCORE] != "---"}
+    named = {(key[0], int(key[1])) for key in keyed(filtered) if key in database(testdata)}
     with pysam.VariantFile(str(result(hotspot_run, ".filt.vcf.gz"))) as vcf:
         assert vcf.header.info["HS"].type == "Flag" and vcf.header.info["LS"].type == "Float"
-        marked = {}
+        marked, scored = set(), {}
         for record in vcf:
-            assert ("HS" in record.info) == ("LS" in record.info)
             if "HS" in record.info:
-                marked[(record.chrom, record.pos)] = record.info["LS"]
-    assert marked.keys() == lods.keys() and all(marked[k] == pytest.approx(lods[k], abs=1e-3) for k in lods)
+                marked.add((record.chrom, record.pos))
+            if "LS" in record.info:
+                assert "HS" in record.info
+                scored[(record.chrom, record.pos)] = record.info["LS"]
+    assert scored.keys() == lods.keys() and all(scored[k] == pytest.approx(lods[k], abs=1e-3) for k in lods)
+    assert marked == lods.keys() | named
 
 
 def test_tumor_only_pairs_get_no_hotspot_call_but_the_database_rescue(scenario_root, pipeline_run, testdata,

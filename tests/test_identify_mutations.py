@@ -5,6 +5,7 @@ right files, and a failing tool fails the job without a result."""
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -185,3 +186,21 @@ def test_the_staged_reference_is_found_or_staged_in_the_drivers_process_as_refer
     assert driver.staged_reference(manifest, cache, "copy") == staged and open(staged).read() == ">c\nACGT\n"
     with pytest.raises(SystemExit, match="--cache"):
         driver.staged_reference(manifest, None, "copy")
+
+
+def test_the_tools_temporaries_go_to_the_jobs_work_dir_not_the_system_tmp(tmp_path, monkeypatch):
+    """fisher's site BED (`mpileup -l`), EBFilter's lists and upstream tools' temporaries: in the
+    job's work directory on its tier (tempfile's directory and TMPDIR), not /tmp."""
+    monkeypatch.setattr(tempfile, "tempdir", None)  # restored after the test
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "system-tmp"))
+    seen = {}
+
+    def record(chain, output, tools):
+        with tempfile.NamedTemporaryFile(prefix="fisher.", suffix=".bed") as bed:
+            seen.update(bed=bed.name, env=os.environ["TMPDIR"])
+
+    monkeypatch.setattr(driver, "run", record)
+    work = tmp_path / "work"
+    assert driver.main(["--tumor", "t.bam", "--reference", "ref.fa", "--intervals", "chr1:1-10",
+                        "--work-dir", str(work), "--output", str(tmp_path / "out.txt")]) == 0
+    assert os.path.dirname(seen["bed"]) == str(work) and seen["env"] == str(work)

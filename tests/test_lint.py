@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from conftest import RUN_DIR, write_config
-from genomon_smk.plan.rules import SETUP_TARGET, TARGET_RULE
+from genomon_smk.plan.rules import BATCH_RULES, SETUP_TARGET, TARGET_RULE
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -66,7 +66,7 @@ def test_every_rule_but_the_targets_has_log_benchmark_and_conda_env():
     rules = list(rule_blocks())
     assert len(rules) >= 8 and {"reference_bwa_index", "simple_repeat_db"} <= {name for _, name, _ in rules}
     for filename, name, body in rules:
-        if name in (TARGET_RULE, SETUP_TARGET):
+        if name in (TARGET_RULE, SETUP_TARGET) or name in BATCH_RULES:
             continue
         for directive in ("log:", "benchmark:", "conda:"):
             assert f"\n    {directive}" in "\n" + body, f"{filename}: rule {name} has no {directive}"

@@ -3,11 +3,13 @@ FILTER names each mutil threshold a call fails."""
 
 import io
 import subprocess
+import sys
 
 import pysam
 import pytest
 
 from genomon_smk.tools import mutil
+from genomon_smk.steps import merge_mutation
 from genomon_smk.steps.merge_mutation import header_columns, write_vcf
 
 PARAMS = ["--fish_pval", "1.0", "--realign_pval", "1.0", "--eb_pval", "4.0", "--tcount", "4", "--ncount", "2"]
@@ -84,3 +86,49 @@ def test_hotspot_rows_have_the_column_after_fishers_the_hs_flag_the_lod_and_pass
         plain, hotspot = list(vcf)
     assert "HS" not in plain.info and "LS" not in plain.info
     assert hotspot.info["HS"] is True and hotspot.info["LS"] == pytest.approx(12.3)
+
+
+@pytest.mark.parametrize("hotspot_column", [True, False], ids=["pair", "tumor-only"])
+def test_rows_the_hotspot_database_rescued_carry_the_hs_flag_in_both_vcfs(tmp_path, hotspot_column):
+    """Issue 38 item 5: a call kept past the filter only because the hotspot database names it
+    (score(hotspot) `---`: hotspotCall did not call it; tumor-only pairs have no hotspot call)
+    had no `HS` flag. Lower-case alleles in the database name the same site."""
+    fasta = tmp_path / "ref.fa"
+    fasta.write_text(">chr1\n" + "A" * 100 + "\n")
+    pysam.faidx(str(fasta))
+    columns = header_columns(paired=True, with_panel=True, hotspot=hotspot_column)
+    rows = [pair_row(columns, 10, "5.0", "3.0", "6.0", 10, 0), pair_row(columns, 20, "0.5", "---", "0.1", 1, 3)]
+    result = tmp_path / "result.txt"
+    result.write_text("\t".join(columns) + "\n" + "\n".join(rows) + "\n")
+    db = tmp_path / "hotspot.txt"
+    db.write_text("chr1\t20\t20\ta\tt\tGENE\n")
+    out = tmp_path / "all.vcf.gz"
+    write_vcf(str(result), str(fasta), str(out), "T", "N", [*PARAMS, "--hotspot_db", str(db)])
+    assert records(out) == [(10, ["PASS"]), (20, ["PASS"])]
+    filtered = tmp_path / "filt.vcf.gz"
+    write_vcf(str(result), str(fasta), str(filtered), "T", "N", hotspot_db=str(db))
+    for path in (out, filtered):
+        with pysam.VariantFile(str(path)) as vcf:
+            plain, rescued = list(vcf)
+            assert "HS" in vcf.header.info
+        assert "HS" not in plain.info and rescued.info["HS"] is True, path
+
+
+def test_the_vcf_command_takes_the_hotspot_database(tmp_path):
+    fasta, result = make_inputs(tmp_path)
+    db = tmp_path / "hotspot.txt"
+    db.write_text("chr1\t20\t20\tA\tT\n")
+    out = tmp_path / "filt.vcf.gz"
+    subprocess.run([sys.executable, "-m", "genomon_smk.steps.merge_mutation", "vcf", "--result", str(result),
+                    "--reference", str(fasta), "--out", str(out), "--tumor", "T", "--normal", "N",
+                    "--hotspot-db", str(db)], check=True, capture_output=True)
+    with pysam.VariantFile(str(out)) as vcf:
+        assert [r.pos for r in vcf if "HS" in r.info] == [20]
+
+
+def test_the_vcf_command_logs_as_the_filter_mutation_step(tmp_path, capsys):
+    """The `vcf` command runs in the filter_mutation job: its log line names that step."""
+    fasta, result = make_inputs(tmp_path)
+    assert merge_mutation.main(["vcf", "--result", str(result), "--reference", str(fasta),
+                                "--out", str(tmp_path / "all.vcf.gz"), "--tumor", "T", "--normal", "N"]) == 0
+    assert capsys.readouterr().out == "filter_mutation: 3 VCF records in all.vcf.gz\n"

@@ -448,3 +448,14 @@ def test_annot_utils_refgene_is_found_for_hg19():
     except FileNotFoundError:
         pytest.skip("no .venv-sv (bin/install not run)")
     assert path.endswith("annot_utils/data/hg19/refGene.txt.gz")
+
+
+def test_a_k_the_mutations_cannot_support_is_warned_about_in_the_job_s_log(genome, background_dir, tmp_path, caplog):
+    """Issue 34: K far above what the cohort's mutations support gave degenerate fits silently."""
+    cohort = write_cohort(genome, tmp_path / "mutation.cut.txt", n_samples=3, seed=5)  # 180 SNVs
+    with caplog.at_level(logging.WARNING, logger="pmsignature"):
+        assert fit_cli(genome, background_dir, cohort, tmp_path / "k2.json", "--signum", "2") == 0
+    assert "likely degenerate" not in caplog.text
+    with caplog.at_level(logging.WARNING, logger="pmsignature"):
+        assert fit_cli(genome, background_dir, cohort, tmp_path / "k4.json", "--signum", "4") == 0
+    assert "K = 4 signatures from" in caplog.text and "likely degenerate" in caplog.text

@@ -78,8 +78,11 @@ def test_the_plans_table_names_are_the_tools():
 def test_problems_name_the_key(tmp_path):
     gtf, config = planned(tmp_path)
     assert plan.problems(config, gtf, []) == [(("pmsignature", "annotation"), f"file not found: {tmp_path}/genes.gtf")]
+    (tmp_path / "genes.gtf").write_text('1\tsrc\texon\t1\t10\t.\t+\t.\tgene_id "g";\n')
+    assert plan.problems(config, gtf, [("1", 100)]) == []
     (tmp_path / "genes.gtf").write_text("")
-    assert plan.problems(config, gtf, []) == []
+    (key, problem), = plan.problems(config, gtf, [("1", 100)])
+    assert key == ("pmsignature", "annotation") and problem.startswith(f"{tmp_path}/genes.gtf: no GTF or genePred row")
     low, config = planned(tmp_path, pmsignature_ind__signum_min=4, pmsignature_ind__signum_max=3)
     assert plan.problems(config, low, []) == [(("pmsignature_ind", "signum_max"), "3 is below signum_min (4)")]
 
@@ -303,3 +306,27 @@ def test_planted_signatures_come_back_through_the_stage_and_paplot_draws_them(pi
     for page in ("graph_ind3.html", "graph_full3.html"):
         assert f"Genomon/{page}" in index.read_text(), page
         open_signature_page(index.with_name("Genomon") / page, tumors, tmp_path)
+
+
+def test_a_k_far_above_what_pmsignature_resolves_is_warned_about_with_its_cost(tmp_path):
+    """Issue 34: signum_max 50 was accepted silently (49 jobs of 4 GB / 2 h, degenerate fits)."""
+    sensible, _ = planned(tmp_path, pmsignature_ind__signum_max=plan.SENSIBLE_K)
+    assert plan.signum_warnings(sensible, 3) == []
+    many, _ = planned(tmp_path, pmsignature_ind__signum_max=50, pmsignature_full__enable=True)
+    [(key, warning)] = plan.signum_warnings(many, 3)
+    assert key == ("pmsignature_ind", "signum_max")
+    assert warning.startswith("50 signatures is far above what pmsignature resolves")
+    assert "this cohort fits 3 tumor(s)" in warning and "49 fits (K = 2-50), each a job of 4 GB for up to 2 h" in warning
+    assert "392 GB-hours" in warning and f"set signum_max to {plan.SENSIBLE_K} or less" in warning
+
+
+def test_the_workflow_prints_the_k_warning_naming_the_key_s_line(tmp_path, testdata):
+    genes = tmp_path / "genes.gtf"
+    genes.write_text("".join(f'{contig}\tsrc\texon\t1\t100\t.\t+\t.\tgene_id "g";\n' for contig in ("chr1", "1")))
+    config = write_config(tmp_path, testdata, pmsignature={"annotation": str(genes)}, resources_dir=str(tmp_path / "r"),
+                          pmsignature_ind={"enable": True, "signum_max": 50})
+    workflow = parse_workflow(config)
+    warnings = [warning.text for warning in workflow.globals["PLAN_WARNINGS"]]
+    line = next(n for n, text in enumerate(config.read_text().splitlines(), 1) if "signum_max" in text)
+    assert any(f"warning: {config}:{line}: key 'pmsignature_ind.signum_max': 50 signatures" in text
+               for text in warnings), warnings

@@ -106,7 +106,7 @@ def test_a_name_that_would_not_fit_a_file_name_is_refused():
     from genomon_smk.plan.samplesheet import name_problem
 
     assert "must fit the file system's 255 bytes" in name_problem("s" * 101)
-    assert name_problem("s" * 100) is None
+    assert name_problem(("sample-" * 15)[:100]) is None  # ("s" * 100: Snakemake refuses a long repeat)
     assert "'None' means 'no sample'" in name_problem("None")
 
 
@@ -295,3 +295,22 @@ def test_one_problem_of_a_genomon_sheet_row_gives_one_message(fastqs):
     with pytest.raises(InputError) as refused:
         load_cohort(SCHEMAS, genomon_sample_sheet=str(sheet))
     assert str(refused.value) == f"{sheet}:3: [fastq] rows have 3 cells (sample, R1, R2), found 2"
+
+
+def test_a_name_ending_in_a_long_repeat_is_refused_at_its_line_before_snakemake_would(fastqs):
+    """Issue 34: a 100-character sample name ending in a long repeat passed the sheet check and
+    stopped the plan with Snakemake's PeriodicWildcardError, without the sheet's line."""
+    from snakemake.io import PeriodicityDetector
+
+    from genomon_smk.plan.samplesheet import name_problem
+
+    name = "T" + "ab" * 30
+    assert PeriodicityDetector().is_periodic(name)  # what Snakemake refuses
+    assert "ends in 30 repeats of 'ab'" in name_problem(name)
+    assert name_problem("tumor" + "0" * 19) is None and not PeriodicityDetector().is_periodic("tumor" + "0" * 19)
+    assert name_problem("tumor" + "0" * 20) and PeriodicityDetector().is_periodic("tumor" + "0" * 20)
+    sheet = fastqs / "genomon.csv"
+    sheet.write_text(f"[fastq]\ntumor,t1_R1.fq.gz,t1_R2.fq.gz\n{name},n1_R1.fq.gz,n1_R2.fq.gz\n"
+                     f"[mutation_call]\ntumor,{name},None\n")
+    with pytest.raises(InputError, match=rf"^{sheet}:3: field 'sample': '{name}' ends in 30 repeats"):
+        load_cohort(SCHEMAS, genomon_sample_sheet=str(sheet))

@@ -2,8 +2,12 @@
 a bare, gzipped, bgzipped or concatenated FASTA and a UCSC simpleRepeat table are built once,
 reused by every run that names the same files, and rebuilt when one changes."""
 
+import fcntl
 import gzip
+import json
 import os
+import shutil
+import time
 import re
 import subprocess
 from pathlib import Path
@@ -230,6 +234,62 @@ def test_two_projects_setting_up_the_same_build_at_once_both_succeed(testdata, t
     assert not [p.name for p in built.iterdir() if ".partial" in p.name]
 
 
+def file_states(directory):
+    """(inode, size, mtime) of each file of a directory, by name."""
+    return {path.name: (path.stat().st_ino, path.stat().st_size, path.stat().st_mtime_ns)
+            for path in sorted(directory.iterdir()) if path.is_file() and not path.name.startswith(".")}
+
+
+@pytest.mark.workflow
+def test_a_second_project_planned_mid_build_removes_and_rebuilds_nothing(testdata, tmp_path):
+    """Issue 34: a second project's set-up jobs, planned while the first was building and run
+    after it built, had the shared files as outputs: Snakemake removed them before each job (under
+    the first project's readers) and the job built them again (a second hour-long bwa index). The
+    build here is held mid-way by its lock (the first project's bwa index at work), while the
+    second project plans and starts; then the first "finishes" and releases the lock."""
+    resources = tmp_path / "shared-resources"
+    sources = split_reference(testdata, tmp_path / "downloads")
+    configs = {name: write_config(tmp_path / name, testdata, reference=sources, resources_dir=str(resources),
+                                  output_dir=str(tmp_path / name / "results")) for name in ("one", "two")}
+    one_link = plan_reference(sources, str(resources), str(tmp_path / "one" / "results")).fasta
+    run_snakemake(configs["one"], one_link)  # its FASTA built: the indexes still to come
+    shared = resources / "reference" / Path(one_link).parent.name
+    assert sorted(file_states(shared)) == ["genome.fa"]
+    with open(shared / ".build.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        two = subprocess.Popen([SNAKEMAKE, "--profile", "profiles/local", "--configfile", str(configs["two"]),
+                                "--cores", "1", "--directory", str(tmp_path / "two"), "setup"], cwd=RUN_DIR,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        logs = tmp_path / "two" / "results" / "logs"
+        deadline = time.monotonic() + 120
+        while not list(logs.glob("reference_*/*.log")) and two.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1)  # the second project's first set-up job waits for the lock
+        # The first project's indexes, written as its jobs write them (beside, then renamed).
+        for suffix in (".fai", *BWA_INDEX_SUFFIXES):
+            shutil.copyfile(testdata / "ref" / f"genome.fa{suffix}", shared / f"genome.fa{suffix}.partial")
+            os.replace(shared / f"genome.fa{suffix}.partial", shared / f"genome.fa{suffix}")
+        built = file_states(shared)
+    output = two.communicate(timeout=600)[0]
+    assert two.returncode == 0, output[-4000:]
+    assert file_states(shared) == built  # nothing removed, nothing built again
+    links = Path(plan_reference(sources, str(resources), str(tmp_path / "two" / "results")).fasta)
+    assert [os.path.realpath(path) for path in reference_files(str(links))] == \
+        [str(shared / name) for name in ["genome.fa", "genome.fa.fai", *(f"genome.fa{s}" for s in BWA_INDEX_SUFFIXES)]]
+    assert os.path.isdir(links.parent)  # made at the run's start: later parses keep the links
+    assert "is built (by another run, or an earlier one); linking it" in (
+        logs / "reference_bwa_index" / f"{shared.name}.log").read_text()
+    # Its next run reads the build through its links (no rule of its inputs changes), and a third
+    # project reads the complete build in place: no set-up job in either.
+    assert setup_jobs(run_snakemake(configs["two"], "-n", "--quiet", "rules", "--directory",
+                                    str(tmp_path / "two"))) == {}
+    third = write_config(tmp_path / "three", testdata, reference=sources, resources_dir=str(resources),
+                         output_dir=str(tmp_path / "three" / "results"))
+    assert setup_jobs(run_snakemake(third, "-n", "--quiet", "rules")) == {}
+    assert plan_reference(sources, str(resources), str(tmp_path / "three" / "results")).fasta == str(
+        shared / "genome.fa")
+
+
 @pytest.mark.workflow
 def test_resources_default_to_the_working_directory(testdata, tmp_path):
     work = tmp_path / "project"
@@ -248,8 +308,11 @@ def test_the_bundled_run_started_from_a_bare_gzipped_fasta_and_staged_what_it_bu
     [fasta] = (resources / "reference").glob("genome-*/genome.fa")
     for suffix in (".fai", *BWA_INDEX_SUFFIXES):
         assert Path(f"{fasta}{suffix}").stat().st_size > 0, suffix
-    staged = (pipeline_run / "reference" / "staged.json").read_text()
-    assert str(fasta) in staged and str(fasta) + ".bwt" in staged
+    # The run planned before the build was complete: it reads the build through its own links.
+    staged = [entry["source"] for entry in json.loads((pipeline_run / "reference" / "staged.json").read_text())]
+    assert [os.path.realpath(path) for path in staged[:2]] == [str(fasta), f"{fasta}.fai"]
+    assert staged[0] == str(pipeline_run / "reference" / fasta.parent.name / "genome.fa")
+    assert str(fasta) + ".bwt" in map(os.path.realpath, staged)
     for rule in REFERENCE_SETUP_RULES:
         assert list((pipeline_run / "logs" / rule).glob("*.log")), rule
 
@@ -299,7 +362,9 @@ def test_llio_transfer_at_the_start_leaves_a_reference_still_to_build_to_its_rea
     staged = tmp_path / "results" / "reference" / "staged.json"
     first = run_snakemake(config, str(staged), env=env)
     assert "the reference is built by this run's set-up jobs" in first.stderr
-    [fasta] = (tmp_path / "resources" / "reference").glob("genome-*/genome.fa")
+    # (the project's links to the build: it planned before the build was complete)
+    [fasta] = (tmp_path / "results" / "reference").glob("genome-*/genome.fa")
+    assert fasta.is_symlink()
     files = " ".join(reference_files(str(fasta)))
     # stage_reference transferred the files it found built; the end of the run purged them.
     assert calls.read_text().splitlines() == [files, f"--purge {files}"]
@@ -308,3 +373,22 @@ def test_llio_transfer_at_the_start_leaves_a_reference_still_to_build_to_its_rea
     # The start transferred them for the whole job, and stage_reference did not again.
     assert "built by this run's set-up jobs" not in second.stderr
     assert calls.read_text().splitlines()[2:] == [files, f"--purge {files}"]
+
+
+def test_a_project_that_planned_links_keeps_them_once_the_build_is_complete(tmp_path):
+    """A cluster job parses the workflow again, maybe after another project completed the build:
+    the project's link directory (made when the links were planned) keeps it on its links, so
+    the set-up rule the job runs still exists."""
+    source = tmp_path / "genome.fa.gz"
+    source.write_bytes(gzip.compress(b">1\nACGT\n"))
+    resources, project = tmp_path / "resources", tmp_path / "results"
+    planned = plan_reference([str(source)], str(resources), str(project))
+    assert planned.built and planned.link_directory == os.path.dirname(planned.fasta)
+    assert planned.fasta.startswith(f"{project}/reference/genome-")
+    for path in reference_files(planned.shared):  # another project completes the build
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text("x")
+    assert plan_reference([str(source)], str(resources), str(tmp_path / "other")).fasta == planned.shared
+    assert plan_reference([str(source)], str(resources), str(project)).fasta == planned.shared  # no link dir
+    os.makedirs(planned.link_directory)
+    assert plan_reference([str(source)], str(resources), str(project)) == planned

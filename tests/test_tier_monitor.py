@@ -98,3 +98,31 @@ def test_leftovers_name_work_directories_and_intermediate_outputs(tmp_path):
     report = leftover_report(found, "after this failed run", str(tsv), shown=1)
     assert report.startswith(f"Left on the scratch tiers after this failed run: 3 item(s), 155 B (all listed in {tsv})")
     assert report.endswith("... and 2 more")
+
+
+def test_the_user_s_own_files_in_a_tier_place_are_not_called_intermediates(tmp_path):
+    """Issue 34: a user's file in the node_local place was reported as an intermediate output
+    "removed once its readers finish"; only the directories the rules write hold those."""
+    from genomon_smk.runtime.tier_monitor import FOREIGN, OTHER_RUN
+
+    scratch = tmp_path / "scratch"
+    (scratch / "split" / "pon1").mkdir(parents=True)
+    (scratch / "split" / "pon1" / "0000_R1.fastq").write_bytes(b"y" * 50)
+    (scratch / "my_notes.txt").write_text("mine\n")
+    (scratch / "my_data").mkdir()
+    (scratch / "my_data" / "reads.bam").write_bytes(b"b" * 10)
+    (scratch / "markdup.ffff0000.pon1.r0001").mkdir()
+    (scratch / "markdup.ffff0000.pon1.r0001" / "f").write_bytes(b"z")
+    monitor = TierMonitor({"global": str(tmp_path / "results"), "shared_tmp": str(scratch)})
+    monitor.own_dirs.update({"split", "map"})
+    kinds = {item.path: item.kind for item in monitor.leftovers("abcd1234")}
+    assert kinds == {str(scratch / "split" / "pon1"): INTERMEDIATE, str(scratch / "my_notes.txt"): FOREIGN,
+                     str(scratch / "my_data"): FOREIGN, str(scratch / "markdup.ffff0000.pon1.r0001"): OTHER_RUN}
+    assert "removed once" not in FOREIGN and "left as it is" in FOREIGN
+
+
+def test_the_workflow_registers_the_directories_its_rules_write_on_the_tiers(tmp_path, testdata):
+    from conftest import parse_workflow, write_config
+
+    workflow = parse_workflow(write_config(tmp_path, testdata))
+    assert {"split", "map", "markdup", "mutation"} <= workflow.globals["TIER_MONITOR"].own_dirs

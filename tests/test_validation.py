@@ -432,3 +432,24 @@ def test_every_problem_and_warning_of_a_config_is_reported_in_one_pass(tmp_path,
     eb_pval = re.search(r"The largest --eb_pval this panel passes is ([0-9.]+): add `mutation_util: "
                         r"\{pair_params: \{--eb_pval: ([0-9.]+)\}\}` to ", warning)
     assert eb_pval and eb_pval.group(1) == eb_pval.group(2) and 0 < float(eb_pval.group(1)) < 4, warning
+
+
+def test_a_missing_interval_list_is_refused_with_its_key_in_the_one_pass(tmp_path, testdata):
+    """regions.file (the YAML's, or a dna_genomon.cfg's [REFERENCE] interval_list) naming no file:
+    a refusal naming the key and where it was set, with the other problems (not a traceback)."""
+    message = parse_refusal(tmp_path / "yaml", testdata, regions={"file": "missing.interval_list"},
+                            hotspot_db="missing.txt")
+    assert "key 'regions.file': file not found: " in message and "missing.interval_list" in message
+    assert "key 'hotspot_db': file not found" in message and "Traceback" not in message
+    cfg = tmp_path / "cfg" / "dna_genomon.cfg"
+    cfg.parent.mkdir()
+    cfg.write_text("[REFERENCE]\ninterval_list = gone.interval_list\n")
+    message = parse_refusal(tmp_path / "cfg", testdata, genomon_config=str(cfg), regions=None)
+    assert (f"{cfg}:2: [REFERENCE] interval_list (config key 'regions.file'): file not found: "
+            f"{cfg.parent / 'gone.interval_list'}") in message
+
+
+def test_an_options_mapping_with_a_key_lacking_dashes_gets_the_hint_alone(tmp_path, testdata):
+    message = parse_refusal(tmp_path, testdata, mutation_util={"pair_params": {"eb_pval": 0.8}})
+    assert "'eb_pval' is not an option: write it as the tool does, e.g. --eb_pval" in message
+    assert "is not of type" not in message and message.count("mutation_util.pair_params") == 1, message

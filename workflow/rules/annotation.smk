@@ -25,7 +25,6 @@ if ANNOTATION.enabled:
         envmodules:
             *env_modules("python"),
         params:
-            python=PYTHON,
             command=annotation_command,
             work_dir_setup=work_dir_setup("annotate_mutation", tier="node_local"),
         shell:

@@ -210,10 +210,18 @@ REFERENCE_SOURCES = [
     )
 ]
 # The reference jobs read: the configured one when it is indexed, else what the set-up rules build.
-REFERENCE_PLAN = plan_reference(REFERENCE_SOURCES, RESOURCES_DIR)
+# A build that is not complete yet is read through the project's links in output_dir, the
+# set-up jobs' outputs (genomon_smk.plan.setup_build: other projects may share resources_dir).
+REFERENCE_PLAN = plan_reference(
+    REFERENCE_SOURCES, RESOURCES_DIR, config_path(config["output_dir"])
+)
 REFERENCE = REFERENCE_PLAN.fasta
 SIMPLE_REPEAT = (
-    plan_simple_repeat(config_path(config["simple_repeat_db"]), RESOURCES_DIR)
+    plan_simple_repeat(
+        config_path(config["simple_repeat_db"]),
+        RESOURCES_DIR,
+        config_path(config["output_dir"]),
+    )
     if config["simple_repeat_db"]
     else None
 )
@@ -286,6 +294,12 @@ try:
     REGION_FILE = (
         config_path(config["regions"]["file"]) if config["regions"]["file"] else None
     )
+    # A missing interval list: refused with the rest (the whole genome's regions meanwhile).
+    if REGION_FILE and not os.path.isfile(REGION_FILE):
+        REFUSALS.append(
+            config_key_problem(("regions", "file"), f"file not found: {REGION_FILE}")
+        )
+        REGION_FILE = None
     REGIONS = regions_of(
         CONTIGS,
         REGION_FILE,

@@ -6,10 +6,20 @@ only the user's hooks."""
 from genomon_smk.plan.input_identity import record_inputs
 
 
+def keep_setup_links():
+    """At the start of a run (not a dry run): the directories of the project's links to shared
+    builds, which keep later parses on the links (setup_build.shared_in_place), a cluster job's
+    own parse included, which may come after another project completed the build."""
+    for linked in (REFERENCE_PLAN, SIMPLE_REPEAT):
+        if linked is not None and linked.link_directory:
+            os.makedirs(linked.link_directory, exist_ok=True)
+
+
 # The output directory's lock first: a run refused there touches nothing.
 def at_start():
     take_run_lock()
     record_inputs(INPUTS_RECORD, INPUTS_HELD)
+    keep_setup_links()
     report_scratch_leftovers("at the start of this run, from an earlier one")
     TIER_MONITOR.start()
     transfer_reference_at_start()

@@ -25,7 +25,6 @@ rule identify_mutations:
     resources:
         **FACTS["identify_mutations"].resources,
     params:
-        python=PYTHON,
         intervals=lambda wildcards: ",".join(
             i.samtools() for i in MUTATION_REGIONS[wildcards.region].intervals
         ),
@@ -73,7 +72,7 @@ rule identify_mutations:
         """
         (
             {params.work_dir_setup} {log:q}
-            {params.python} -m genomon_smk.steps.identify_mutations --tumor {input.tumor:q} \
+            genomon_python -m genomon_smk.steps.identify_mutations --tumor {input.tumor:q} \
                 --normal={params.normal:q} --panel {params.panel:q} --staged-reference {input.staged:q} \
                 --cache "{params.cache}" --staging {params.staging} \
                 --intervals {params.intervals:q} --simple-repeat-db={params.simple_repeat_db:q} \

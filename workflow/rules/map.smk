@@ -29,7 +29,6 @@ rule region_table:
     envmodules:
         *env_modules("python"),
     params:
-        python=PYTHON,
         region_file=(
             f"--region-file {shlex.quote(config_path(config['regions']['file']))}"
             if config["regions"]["file"]
@@ -38,7 +37,7 @@ rule region_table:
         max_length=config["regions"]["max_length"],
         pack_bp=config["regions"]["pack_bp"],
     shell:
-        "{params.python} -m genomon_smk.plan.regions --fai {input.fai:q} {params.region_file}"
+        "genomon_python -m genomon_smk.plan.regions --fai {input.fai:q} {params.region_file}"
         " --max-length {params.max_length} --pack-bp {params.pack_bp} --out {output:q} > {log:q} 2>&1"
 
 
@@ -56,12 +55,11 @@ rule stage_reference:
     envmodules:
         *env_modules("python"),
     params:
-        python=PYTHON,
         cache=TIER_WORDS["cache"],
         method=config["storage"]["reference_staging"],
     shell:
         """
-        {params.python} -m genomon_smk.steps.reference_cache setup --method {params.method} --cache {params.cache} \
+        genomon_python -m genomon_smk.steps.reference_cache setup --method {params.method} --cache {params.cache} \
             --manifest {output:q} {input:q} >{log:q} 2>&1
         """
 
@@ -86,7 +84,6 @@ rule map_reads:
     resources:
         **FACTS["map_reads"].resources,
     params:
-        python=PYTHON,
         read_group=read_group,
         bwa_params=config_options("map", "bwa_params"),
         batch_bases=config["map"]["batch_bases"],
@@ -99,14 +96,14 @@ rule map_reads:
         ),
     shell:
         """
-        reference=$({params.python} -m genomon_smk.steps.reference_cache ensure --method {params.staging} --cache {params.cache} \
+        reference=$(genomon_python -m genomon_smk.steps.reference_cache ensure --method {params.staging} --cache {params.cache} \
             --manifest {input.staged:q})
         : >{log:q}
         {params.work_dir_setup} {log:q}
         # bwa's alignments stream into the scatter's bamsort (sorting in $work while bwa maps).
         bwa mem -t {threads} -K {params.batch_bases} {params.bwa_params} -R '{params.read_group}' \
             "$reference" {input.chunks:q}/{wildcards.chunk}_R1.fastq {input.chunks:q}/{wildcards.chunk}_R2.fastq 2>>{log:q} \
-            | {params.python} -m genomon_smk.steps.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \
+            | genomon_python -m genomon_smk.steps.scatter --regions {input.regions:q} --out-dir {output.pieces:q} \
                 --work-dir "$work" --threads {threads} --job-shell $$ {params.drop_programs} - >>{log:q} 2>&1
         """
 
@@ -127,7 +124,5 @@ rule gather_map:
         "../../envs/python.yaml"
     envmodules:
         *env_modules("python"),
-    params:
-        python=PYTHON,
     shell:
-        "{params.python} -m genomon_smk.steps.gather --out-dir {output:q} {input:q} > {log:q} 2>&1"
+        "genomon_python -m genomon_smk.steps.gather --out-dir {output:q} {input:q} > {log:q} 2>&1"

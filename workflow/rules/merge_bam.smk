@@ -25,7 +25,6 @@ rule merge_bam:
     resources:
         **FACTS["merge_bam"].resources,
     params:
-        python=PYTHON,
         work_dir_setup=work_dir_setup("merge_bam"),
     shell:
         """
@@ -34,7 +33,7 @@ rule merge_bam:
         samtools cat -b "$work/regions.txt" -o {output.bam:q} 2>{log:q}
         # samtools cat just made the BAM of these regions: a layout other than the one the index
         # merge knows means another samtools version, so the index is made the slow way.
-        {params.python} -m genomon_smk.steps.bai_merge --merged {output.bam:q} --out {output.bai:q} \
+        genomon_python -m genomon_smk.steps.bai_merge --merged {output.bam:q} --out {output.bai:q} \
             --regions-file "$work/regions.txt" --fallback-samtools-index >>{log:q} 2>&1
         (cd "$(dirname {output.bam:q})" && md5sum "$(basename {output.bam:q})") >{output.md5:q}
         """

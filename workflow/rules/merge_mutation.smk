@@ -40,7 +40,6 @@ rule merge_mutation:
     envmodules:
         *env_modules("python"),
     params:
-        python=PYTHON,
         shape=lambda wildcards: " ".join(
             flag
             for flag, on in (
@@ -57,7 +56,7 @@ rule merge_mutation:
         (
             {params.work_dir_setup} {log:q}
             printf '%s\\n' {input.regions:q} >"$work/regions.txt"
-            {params.python} -m genomon_smk.steps.merge_mutation result --out {output.result:q} {params.shape} \
+            genomon_python -m genomon_smk.steps.merge_mutation result --out {output.result:q} {params.shape} \
                 {params.versions} --regions-file "$work/regions.txt"
         ) >{log:q} 2>&1
         """
@@ -86,7 +85,6 @@ rule filter_mutation:
     envmodules:
         *env_modules("python"),
     params:
-        python=PYTHON,
         # With a hotspot database, the rows it names are kept (tumor-only pairs too, as Genomon).
         # Not a function of `input`: Snakemake would not record it, and retuning would not rerun.
         mutil=lambda wildcards: config_options(
@@ -104,9 +102,9 @@ rule filter_mutation:
         """
         (
             {params.mutil_tool} filter -i {input.result:q} -o {output.filtered:q} {params.mutil}
-            {params.python} -m genomon_smk.steps.merge_mutation vcf --result {output.filtered:q} --reference {input.reference:q} \
-                --out {output.vcf:q} --tumor {wildcards.tumor} {params.normal}
-            {params.python} -m genomon_smk.steps.merge_mutation vcf --result {input.result:q} --reference {input.reference:q} \
+            genomon_python -m genomon_smk.steps.merge_mutation vcf --result {output.filtered:q} --reference {input.reference:q} \
+                --out {output.vcf:q} --tumor {wildcards.tumor} {params.normal} --hotspot-db {input.hotspot_db:q}
+            genomon_python -m genomon_smk.steps.merge_mutation vcf --result {input.result:q} --reference {input.reference:q} \
                 --out {output.all_vcf:q} --tumor {wildcards.tumor} {params.normal} --filter-params {params.mutil:q}
         ) >{log:q} 2>&1
         """
@@ -140,14 +138,13 @@ rule mutation_summary:
     envmodules:
         *env_modules("plot"),
     params:
-        python=PYTHON,
         # matplotlib's font cache goes to the job's work directory (MPLCONFIGDIR), not to $HOME.
         work_dir_setup=work_dir_setup("mutation_summary", tier="node_local"),
     shell:
         """
         (
             {params.work_dir_setup} {log:q}
-            {params.python} -m genomon_smk.steps.mutation_summary --result {input.result:q} \
+            genomon_python -m genomon_smk.steps.mutation_summary --result {input.result:q} \
                 --filtered {input.filtered:q} --tumor {wildcards.tumor:q} \
                 --tsv {output.tsv:q} --png {output.png:q}
         ) >{log:q} 2>&1

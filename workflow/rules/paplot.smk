@@ -22,7 +22,6 @@ rule paplot:
     envmodules:
         *env_modules("paplot"),
     params:
-        python=PYTHON,
         paplot=PAPLOT,
         title=config["paplot"]["title"],
         commands=paplot_commands,
@@ -35,7 +34,7 @@ rule paplot:
             # A report of an earlier run: paplot adds to its .meta.json, so it goes first.
             out_dir="$(dirname {output.index:q})"
             rm -rf "$out_dir/.meta.json" "$out_dir"/{params.title:q}
-            {params.python} -m genomon_smk.steps.paplot_report --fai {input.fai:q} --out-dir "$work" \
+            genomon_python -m genomon_smk.steps.paplot_report --fai {input.fai:q} --out-dir "$work" \
                 --mutation {input.mutation:q}
             {params.commands}
             {params.paplot} index "$out_dir" --config_file "$work/paplot.cfg" --remarks {params.remarks:q}

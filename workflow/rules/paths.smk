@@ -8,7 +8,7 @@ import shutil
 
 from genomon_smk.plan.input_identity import fingerprint
 from genomon_smk.plan.name_pattern import one_of
-from genomon_smk.plan.samplesheet import Lane
+from genomon_smk.plan.samplesheet import Lane, name_problem
 
 
 def log_path(rule_name, pattern):
@@ -109,7 +109,8 @@ def mutation_tools():
     }
     if config["mutation_tools"] == "builtin":
         return {
-            name: f"{PYTHON} -m genomon_smk.tools.{module}"
+            # genomon_python: the job shell's function (job-shell.sh), not a path in a param.
+            name: f"genomon_python -m genomon_smk.tools.{module}"
             for name, module in modules.items()
         }
     ours = os.path.dirname(sys.executable)
@@ -201,7 +202,7 @@ def annotation_command(wildcards, input, output):
     if ANNOTATION.tool == "annovar":
         settings = config["annotation"]
         return (
-            f"{PYTHON} -m genomon_smk.steps.annovar"
+            "genomon_python -m genomon_smk.steps.annovar"
             f" --annovar-dir {shlex.quote(config_path(settings['annovar_dir']))}"
             f" --humandb {shlex.quote(config_path(settings['annovar_database']))}"
             f" --buildver {shlex.quote(settings['annovar_buildver'])}"
@@ -209,7 +210,7 @@ def annotation_command(wildcards, input, output):
             f' --work "$work" {shlex.quote(input.calls)} {shlex.quote(output.result)}'
         )
     return (
-        f"{PYTHON} -m genomon_smk.tools.annotate --genes {shlex.quote(input.genes[0])}"
+        f"genomon_python -m genomon_smk.tools.annotate --genes {shlex.quote(input.genes[0])}"
         f" --reference {shlex.quote(input.reference)}"
         f" {shlex.quote(input.calls)} {shlex.quote(output.result)}"
     )
@@ -227,6 +228,26 @@ from genomon_smk.steps.post_analysis import (
 
 
 def cohort_name():
+    """The cohort's name; one taken from a file name is checked as the `cohort` key is (it names
+    directories and a wildcard-free part of every post-analysis path), naming the key and file.
+    """
+    name, key = derived_cohort_name()
+    problem = name_problem(name) if key else None
+    if problem:
+        REFUSALS.append(
+            config_key_problem(
+                (key,),
+                f"the file name {os.path.basename(config[key])!r} names the cohort "
+                f"(without its extension, as in Genomon), and {problem}; rename the file"
+                + ("" if key == "genomon_sample_sheet" else ", or set config `cohort`"),
+            )
+        )
+        refuse_if_any()
+    return name
+
+
+def derived_cohort_name():
+    """(the cohort's name, the config key whose file name gave it, or None for `cohort`)."""
     if "genomon_sample_sheet" in config:
         if config["cohort"] is not None:
             REFUSALS.append(
@@ -237,10 +258,11 @@ def cohort_name():
                 )
             )
             refuse_if_any()
-        return os.path.splitext(os.path.basename(config["genomon_sample_sheet"]))[0]
+        name = os.path.basename(config["genomon_sample_sheet"])
+        return os.path.splitext(name)[0], "genomon_sample_sheet"
     if config["cohort"] is not None:
-        return config["cohort"]
-    return os.path.splitext(os.path.basename(config["samples"]))[0]
+        return config["cohort"], None
+    return os.path.splitext(os.path.basename(config["samples"]))[0], "samples"
 
 
 COHORT_NAME = cohort_name()
@@ -288,7 +310,8 @@ MERGE_QC = f"{POST_ANALYSIS_DIR}/merge_qc.txt"
 
 PAPLOT_DIR = f"{OUTPUT_DIR}/paplot/{COHORT_NAME}"
 # Genomon's paplot command: the venv's (bin/install), or the conda env's.
-PAPLOT = "paplot" if CONDA else shlex.quote(str(Path(sys.executable).parent / "paplot"))
+# $genomon_bin: the interpreter's directory, set by the shell prefix (tiers.smk): not in params.
+PAPLOT = "paplot" if CONDA else '"$genomon_bin"/paplot'
 
 
 def paplot_tables(tables):

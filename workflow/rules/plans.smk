@@ -354,7 +354,14 @@ def sv_annotation_warnings():
 
 def pmsignature_warnings():
     warning = pmsignature_plan.skipped_warning(config, PMSIGNATURE_CASES)
-    return [warning] if warning else []
+    fitted = sum(
+        case in pmsignature_plan.drawn_cases(config["paplot"])
+        for case in PMSIGNATURE_CASES
+    )
+    return ([warning] if warning else []) + [
+        f"warning: {config_key_problem(key, message)}"
+        for key, message in pmsignature_plan.signum_warnings(PMSIGNATURE, fitted)
+    ]
 
 
 # Printed now and repeated at the end of the run (rules/console.smk), where they are not scrolled away.

@@ -36,7 +36,6 @@ if PMSIGNATURE.background:
         resources:
             **FACTS["pmsignature_background"].resources,
         params:
-            python=PYTHON,
             build_once=BUILD_ONCE,
             seed=PMSIGNATURE.background.seed,
             positions=PMSIGNATURE.background.positions,
@@ -46,7 +45,7 @@ if PMSIGNATURE.background:
             (
                 {params.build_once} {output.tables:q}
                 out_dir="$(dirname {output.tables[0]:q})"
-                {params.python} -m genomon_smk.tools.pmsignature background -r {input.fasta:q} \
+                genomon_python -m genomon_smk.tools.pmsignature background -r {input.fasta:q} \
                     -a {input.annotation:q} -o "$out_dir/partial" --seed {params.seed} \
                     --positions {params.positions}
                 for table in {output.tables:q}; do mv "$out_dir/partial/$(basename "$table")" "$table"; done
@@ -67,10 +66,8 @@ if PMSIGNATURE.background:
             "../../envs/python.yaml"
         envmodules:
             *env_modules("python"),
-        params:
-            python=PYTHON,
         shell:
-            "{params.python} -m genomon_smk.steps.post_analysis cut --out {output.positions:q}"
+            "genomon_python -m genomon_smk.steps.post_analysis cut --out {output.positions:q}"
             " {input.tables:q} >{log:q} 2>&1"
 
 
@@ -101,10 +98,9 @@ if PMSIGNATURE.jobs("ind"):
         params:
             trialnum=config["pmsignature_ind"]["trialnum"],
             seed=config["pmsignature"]["seed"],
-            python=PYTHON,
         shell:
             """
-            {params.python} -m genomon_smk.tools.pmsignature fit -i {input.positions:q} \
+            genomon_python -m genomon_smk.tools.pmsignature fit -i {input.positions:q} \
                 -r {input.fasta:q} -a {input.annotation:q} -b "$(dirname {input.background[0]:q})" \
                 --signum {wildcards.signum} --trialnum {params.trialnum} --seed {params.seed} \
                 -t {threads} -o {output.result:q} >{log:q} 2>&1
@@ -137,11 +133,10 @@ if PMSIGNATURE.jobs("full"):
         params:
             trialnum=config["pmsignature_full"]["trialnum"],
             seed=config["pmsignature"]["seed"],
-            python=PYTHON,
         shell:
             # No strand feature: the annotation is not read.
             """
-            {params.python} -m genomon_smk.tools.pmsignature fit -i {input.positions:q} \
+            genomon_python -m genomon_smk.tools.pmsignature fit -i {input.positions:q} \
                 -r {input.fasta:q} -b "$(dirname {input.background[0]:q})" \
                 --signum {wildcards.signum} --trialnum {params.trialnum} --seed {params.seed} \
                 -t {threads} --full -o {output.result:q} >{log:q} 2>&1

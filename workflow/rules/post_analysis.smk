@@ -26,11 +26,10 @@ rule post_analysis_mutation:
     envmodules:
         *env_modules("python"),
     params:
-        python=PYTHON,
         samples=post_analysis_samples(PAIRS, mutation_result),
     shell:
         """
-        {params.python} -m genomon_smk.steps.post_analysis merge --mode mutation --out-dir "$(dirname {output.all:q})" \
+        genomon_python -m genomon_smk.steps.post_analysis merge --mode mutation --out-dir "$(dirname {output.all:q})" \
             {params.samples:q} >{log:q} 2>&1
         """
 
@@ -54,11 +53,10 @@ rule post_analysis_sv:
     envmodules:
         *env_modules("python"),
     params:
-        python=PYTHON,
         samples=post_analysis_samples(SV_PAIRS, sv_result),
     shell:
         """
-        {params.python} -m genomon_smk.steps.post_analysis merge --mode sv --out-dir "$(dirname {output.all:q})" \
+        genomon_python -m genomon_smk.steps.post_analysis merge --mode sv --out-dir "$(dirname {output.all:q})" \
             {params.samples:q} >{log:q} 2>&1
         """
 
@@ -80,7 +78,6 @@ rule post_analysis_qc:
     envmodules:
         *env_modules("python"),
     params:
-        python=PYTHON,
         samples=lambda wildcards, input: [
             field
             for sample, coverage, stats in zip(QC_SAMPLES, input.coverage, input.stats)
@@ -88,7 +85,7 @@ rule post_analysis_qc:
         ],
     shell:
         """
-        {params.python} -m genomon_smk.steps.post_analysis qc --out {output.merged:q} \
+        genomon_python -m genomon_smk.steps.post_analysis qc --out {output.merged:q} \
             {params.samples:q} >{log:q} 2>&1
         """
 

@@ -44,11 +44,9 @@ rule read_pair_integrity:
         "../../envs/python.yaml"
     envmodules:
         *env_modules("python"),
-    params:
-        python=PYTHON,
     shell:
         """
-        if ! {params.python} -m genomon_smk.steps.qc integrity --sample {wildcards.sample:q} \
+        if ! genomon_python -m genomon_smk.steps.qc integrity --sample {wildcards.sample:q} \
             --counts {input.counts:q} --stats {input.stats:q} --out {output.report:q} 2>{log:q}; then
             cat {log:q} >&2
             exit 1
@@ -80,14 +78,13 @@ rule coverage:
         *env_modules("qc"),
     threads: 1
     params:
-        python=PYTHON,
         prefix=QC_PREFIX,
         depths=COVERAGE_DEPTHS,
     shell:
         """
         # -n: no per-base output; the summary and the cumulative distribution are what QC reads.
         mosdepth -n -t {threads} {params.prefix:q} {input.bam:q} 2>{log:q}
-        {params.python} -m genomon_smk.steps.qc coverage --sample {wildcards.sample:q} \
+        genomon_python -m genomon_smk.steps.qc coverage --sample {wildcards.sample:q} \
             --summary {output.summary:q} --dist {output.dist:q} --depths {params.depths} \
             --out {output.table:q} 2>>{log:q}
         """
@@ -109,10 +106,8 @@ rule duplication_metrics:
         "../../envs/python.yaml"
     envmodules:
         *env_modules("python"),
-    params:
-        python=PYTHON,
     shell:
-        "{params.python} -m genomon_smk.steps.qc sum-markdup --bam {input.bam:q} --out {output.metrics:q}"
+        "genomon_python -m genomon_smk.steps.qc sum-markdup --bam {input.bam:q} --out {output.metrics:q}"
         " {input.regions:q} 2>{log:q}"
 
 
@@ -139,11 +134,10 @@ rule sv_multiqc_tables:
     envmodules:
         *env_modules("python"),
     params:
-        python=PYTHON,
         parsed=[f"{name}={sv_prefix(name)}" for name in SV_PARSED],
     shell:
         """
-        {params.python} -m genomon_smk.steps.sv_summary multiqc --summaries {input.summaries:q} \
+        genomon_python -m genomon_smk.steps.sv_summary multiqc --summaries {input.summaries:q} \
             --parsed {params.parsed:q} --svs {output.svs:q} --parse-counts {output.parse_counts:q} 2>{log:q}
         """
 
@@ -187,12 +181,11 @@ rule multiqc:
     envmodules:
         *env_modules("qc"),
     params:
-        python=PYTHON,
         # Sample names from the file names without the QC suffixes; no network (no version check).
         config="extra_fn_clean_exts: [.samtools_stats, .flagstat, .markdup]",
     shell:
         """
-        {params.python} -m multiqc --force --no-version-check --no-ansi --no-ai \
+        genomon_python -m multiqc --force --no-version-check --no-ansi --no-ai \
             --cl-config {params.config:q} --outdir "$(dirname {output.report:q})" \
             {input.stats:q} {input.flagstat:q} {input.summary:q} {input.dist:q} {input.duplication:q} \
             {input.sv:q} >{log:q} 2>&1

@@ -4,8 +4,9 @@ dates, which every later run, cohort or output directory reuses).
 
 reference_fasta (FASTA(s), plain/gzip/bgzip, concatenated) -> reference_fai (samtools faidx) and
 reference_bwa_index (bwa index); simple_repeat_db (UCSC simpleRepeat -> bgzip + tabix). Only the
-rules with something to build exist: a reference given with its indexes, or a prepared database,
-is used in place. `snakemake ... setup` builds them alone (e.g. once, before several projects
+rules with something to build exist: a reference given with its indexes, a prepared database, or
+a build another project completed, is used in place; the jobs' outputs are the project's links
+to the shared files, which no job of another project removes. `snakemake ... setup` builds them alone (e.g. once, before several projects
 that share one resources_dir start).
 """
 
@@ -15,9 +16,12 @@ SIMPLE_REPEAT_BUILD = (
     os.path.basename(os.path.dirname(SIMPLE_REPEAT.db)) if SIMPLE_REPEAT else None
 )
 # Runs of other projects may build the same directory at the same moment: one builds, the
-# others wait and find it built.
-BUILD_ONCE_SCRIPT = f"{WORKFLOW_DIR}/scripts/build-once.sh"
-BUILD_ONCE = f"source {shlex.quote(BUILD_ONCE_SCRIPT)}"
+# others wait and find it built. ($genomon_scripts: job-shell.sh's; no checkout path in params.)
+BUILD_ONCE = 'source "$genomon_scripts/build-once.sh"'
+# The reference and the simple-repeat database: built into resources_dir (the shared files are
+# no job's output), linked into the project (genomon_smk.plan.setup_build). The build's
+# directory under resources_dir only: $genomon_resources (the shell prefix's) is not a param.
+BUILD_SHARED = 'source "$genomon_scripts/build-shared.sh"'
 
 if REFERENCE_PLAN.built:
 
@@ -37,12 +41,14 @@ if REFERENCE_PLAN.built:
         resources:
             **FACTS["reference_fasta"].resources,
         params:
-            python=PYTHON,
-            build_once=BUILD_ONCE,
+            build_shared=BUILD_SHARED,
+            build=f"reference/{REFERENCE_BUILD}",
+            name=os.path.basename(REFERENCE),
         shell:
-            "{params.build_once} {output:q} > {log:q} 2>&1"
-            " && {params.python} -m genomon_smk.steps.reference_setup fasta --out {output.fasta:q}"
+            "{params.build_shared} {params.build:q} {output:q} > {log:q} 2>&1"
+            ' && genomon_python -m genomon_smk.steps.reference_setup fasta --out "$shared_dir"/{params.name:q}'
             " {input.sources:q} >> {log:q} 2>&1"
+            " && link_built"
 
     rule reference_fai:
         input:
@@ -60,12 +66,16 @@ if REFERENCE_PLAN.built:
         resources:
             **FACTS["reference_fai"].resources,
         params:
-            build_once=BUILD_ONCE,
+            build_shared=BUILD_SHARED,
+            build=f"reference/{REFERENCE_BUILD}",
+            name=os.path.basename(REFERENCE),
         shell:
             # Renamed when whole: resources/ may be read by runs that did not see this job fail.
-            "{params.build_once} {output:q} > {log:q} 2>&1"
-            " && samtools faidx --fai-idx {output.fai:q}.partial {input.fasta:q} >> {log:q} 2>&1"
-            " && mv {output.fai:q}.partial {output.fai:q}"
+            "{params.build_shared} {params.build:q} {output:q} > {log:q} 2>&1"
+            ' && fasta="$shared_dir"/{params.name:q}'
+            ' && samtools faidx --fai-idx "$fasta.fai.partial" "$fasta" >> {log:q} 2>&1'
+            ' && mv "$fasta.fai.partial" "$fasta.fai"'
+            " && link_built"
 
     rule reference_bwa_index:
         input:
@@ -84,12 +94,16 @@ if REFERENCE_PLAN.built:
             **FACTS["reference_bwa_index"].resources,
         params:
             suffixes=" ".join(BWA_INDEX_SUFFIXES),
-            build_once=BUILD_ONCE,
+            build_shared=BUILD_SHARED,
+            build=f"reference/{REFERENCE_BUILD}",
+            name=os.path.basename(REFERENCE),
         shell:
             """
-            {params.build_once} {output:q} >{log:q} 2>&1
-            bwa index -p {input.fasta:q}.partial {input.fasta:q} >>{log:q} 2>&1
-            for suffix in {params.suffixes}; do mv {input.fasta:q}.partial$suffix {input.fasta:q}$suffix; done
+            {params.build_shared} {params.build:q} {output:q} >{log:q} 2>&1
+            fasta="$shared_dir"/{params.name:q}
+            bwa index -p "$fasta.partial" "$fasta" >>{log:q} 2>&1
+            for suffix in {params.suffixes}; do mv "$fasta.partial$suffix" "$fasta$suffix"; done
+            link_built
             """
 
 
@@ -112,12 +126,14 @@ if SIMPLE_REPEAT and SIMPLE_REPEAT.built:
         resources:
             **FACTS["simple_repeat_db"].resources,
         params:
-            python=PYTHON,
-            build_once=BUILD_ONCE,
+            build_shared=BUILD_SHARED,
+            build=f"simple_repeat/{SIMPLE_REPEAT_BUILD}",
+            name=os.path.basename(SIMPLE_REPEAT.db),
         shell:
-            "{params.build_once} {output:q} > {log:q} 2>&1"
-            " && {params.python} -m genomon_smk.steps.reference_setup simple-repeat --out {output.db:q}"
+            "{params.build_shared} {params.build:q} {output:q} > {log:q} 2>&1"
+            ' && genomon_python -m genomon_smk.steps.reference_setup simple-repeat --out "$shared_dir"/{params.name:q}'
             " {input.table:q} >> {log:q} 2>&1"
+            " && link_built"
 
 
 localrules:

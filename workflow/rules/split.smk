@@ -47,11 +47,10 @@ rule split_fastq:
     envmodules:
         *env_modules("python"),
     params:
-        python=PYTHON,
         chunks=len(CHUNKS),
         # Not in the command: a FASTQ replaced under its name changes it, and the sample reruns.
         inputs_held=lambda wildcards: sample_fingerprint(wildcards.sample),
     shell:
-        "{params.python} -m genomon_smk.steps.fastq_split --sample {wildcards.sample:q}"
+        "genomon_python -m genomon_smk.steps.fastq_split --sample {wildcards.sample:q}"
         " --fq1 {input.fq1:q} --fq2 {input.fq2:q}"
         " --out-dir {output.chunks:q} --chunks {params.chunks} --counts {output.counts:q} > {log:q} 2>&1"

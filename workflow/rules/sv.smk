@@ -103,7 +103,6 @@ rule sv_filt:
     resources:
         **FACTS["sv_filt"].resources,
     params:
-        python=PYTHON,
         sv_python=sv_tool("python"),
         pysam_check=shlex.quote(SV_PYSAM_CHECK),
         genomon_sv=sv_tool("GenomonSV"),
@@ -122,7 +121,7 @@ rule sv_filt:
             done
             {params.genomon_sv} filt {input.tumor:q} "$work/{wildcards.sv_tumor}" {input.reference:q} \
                 {params.controls} --thread_num {threads} {params.options}
-            {params.python} -m genomon_smk.steps.sv_result result --raw "$work/{wildcards.sv_tumor}.genomonSV.result.txt" \
+            genomon_python -m genomon_smk.steps.sv_result result --raw "$work/{wildcards.sv_tumor}.genomonSV.result.txt" \
                 --out {output.result:q} --version-of {params.genomon_sv} {params.sv_utils}
         ) >{log:q} 2>&1
         """
@@ -174,7 +173,6 @@ rule sv_vcf:
     envmodules:
         *env_modules("python"),
     params:
-        python=PYTHON,
         normal=lambda wildcards: (
             f"--normal {SV_PAIRS[wildcards.sv_tumor].normal}"
             if SV_PAIRS[wildcards.sv_tumor].normal
@@ -183,7 +181,7 @@ rule sv_vcf:
     shell:
         """
         (
-            {params.python} -m genomon_smk.steps.sv_result vcf --result {input.filtered:q} \
+            genomon_python -m genomon_smk.steps.sv_result vcf --result {input.filtered:q} \
                 --reference {input.reference:q} --out {output.vcf:q} --tumor {wildcards.sv_tumor} {params.normal}
         ) >{log:q} 2>&1
         """
@@ -217,14 +215,13 @@ rule sv_summary:
     envmodules:
         *env_modules("plot"),
     params:
-        python=PYTHON,
         # matplotlib's font cache goes to the job's work directory (MPLCONFIGDIR), not to $HOME.
         work_dir_setup=work_dir_setup("sv_summary", tier="node_local"),
     shell:
         """
         (
             {params.work_dir_setup} {log:q}
-            {params.python} -m genomon_smk.steps.sv_summary summary --result {input.result:q} \
+            genomon_python -m genomon_smk.steps.sv_summary summary --result {input.result:q} \
                 --filtered {input.filtered:q} --tumor {wildcards.sv_tumor:q} \
                 --tsv {output.tsv:q} --png {output.png:q}
         ) >{log:q} 2>&1

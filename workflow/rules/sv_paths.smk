@@ -3,7 +3,7 @@ Genomon's SV tools, the files of its stage, the options of filt, its wildcards."
 
 # SV detection (rules/sv.smk): Genomon's SV tools, the files of its stage, the options of filt.
 SV_DIR = f"{OUTPUT_DIR}/sv"
-SV_TOOLS_DIR = WORKFLOW_DIR.parent / ".venv-sv" / "bin"
+# (SV_TOOLS_DIR, the checkout's .venv-sv/bin: tiers.smk, whose shell prefix names it to the jobs.)
 # What GenomonSV parse writes and filt reads, after its prefix.
 SV_PARSE_SUFFIXES = {
     "junction": ".junction.clustered.bedpe.gz",
@@ -30,7 +30,8 @@ def sv_tool(name):
             f"SV detection: {path} not found: run bin/install (it installs Genomon's SV tools "
             "in .venv-sv/), or run with --sdm conda (envs/sv.yaml)"
         )
-    return shlex.quote(str(path))
+    # $genomon_sv_bin: the shell prefix's (tiers.smk); no checkout path in params.
+    return f'"$genomon_sv_bin"/{name}'
 
 
 def sv_prefix(name):

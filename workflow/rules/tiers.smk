@@ -72,7 +72,9 @@ def tier_dir(rule_name, role="output"):
 
 
 def tier_file(rule_name, path):
-    """A rule's output file on its output tier."""
+    """A rule's output file on its output tier (its first directory is the workflow's: the
+    leftovers report tells it from the user's files in the same place)."""
+    TIER_MONITOR.own_dirs.add(path.split("/")[0])
     return os.path.join(tier_dir(rule_name), path)
 
 
@@ -89,9 +91,6 @@ TIER_MONITOR = TierMonitor(dict(TIER_PATHS), enabled=STORAGE_MONITOR)
 os.environ.update(GENOMON_SMK_STORAGE_MONITOR="1" if STORAGE_MONITOR else "0")
 # Names the job work directories of this output directory apart from other runs on a tier.
 RUN_KEY = hashlib.md5(OUTPUT_DIR.encode()).hexdigest()[:8]
-
-
-WORK_DIR_SCRIPT = f"{WORKFLOW_DIR}/scripts/job-work-dir.sh"
 
 
 def work_dir_setup(rule_name, tier=None):
@@ -111,12 +110,15 @@ def work_dir_setup(rule_name, tier=None):
             [rule_name, RUN_KEY, *(value for _, value in sorted(wildcards.items()))]
         )
         place = f"{TIER_WORDS[tier]}/{shlex.quote(name)}"
-        return f"source {shlex.quote(WORK_DIR_SCRIPT)} {place} {tier}"
+        # $genomon_scripts: set by job-shell.sh (the shell prefix); no checkout path in params.
+        return f'source "$genomon_scripts/job-work-dir.sh" {place} {tier}'
 
     return setup
 
 
 JOB_SHELL_SCRIPT = f"{WORKFLOW_DIR}/scripts/job-shell.sh"
+# Genomon's SV tools (rules/sv_paths.smk), installed in the checkout by bin/install.
+SV_TOOLS_DIR = WORKFLOW_DIR.parent / ".venv-sv" / "bin"
 
 
 def job_shell_prefix(planned_peaks):
@@ -128,7 +130,14 @@ def job_shell_prefix(planned_peaks):
         f"{tier} {shlex.quote(TIER_WORDS[tier])} {int(planned_peaks[tier])}"
         for tier in TIER_PATHS
     )
-    prefix = f"set -euo pipefail; source {shlex.quote(JOB_SHELL_SCRIPT)} {shlex.quote(PYTHON)} {tiers};"
+    # The interpreter's and the checkout's paths are here, never in a rule's params or code
+    # (Snakemake does not record the prefix): the rules reach them through job-shell.sh.
+    prefix = (
+        f"set -euo pipefail; genomon_sv_bin={shlex.quote(str(SV_TOOLS_DIR))};"
+        f" genomon_bin={shlex.quote(os.path.dirname(sys.executable))};"
+        f" genomon_resources={shlex.quote(RESOURCES_DIR)};"
+        f" source {shlex.quote(JOB_SHELL_SCRIPT)} {shlex.quote(PYTHON)} {tiers};"
+    )
     # Snakemake formats the prefix once: braces are literal here.
     return prefix.replace("{", "{{").replace("}", "}}")
 

@@ -60,7 +60,6 @@ rule utilisation_timeline:
     envmodules:
         *env_modules("plot"),
     params:
-        python=PYTHON,
         benchmarks=BENCH_DIR,
         # A work directory for matplotlib's font cache (not $HOME); on shared_tmp, a place the
         # Snakemake host sees (node_local may name a variable that only compute nodes set).
@@ -68,7 +67,7 @@ rule utilisation_timeline:
     shell:
         """
         {params.work_dir_setup} {log:q}
-        {params.python} -m genomon_smk.plan.timeline --benchmarks {params.benchmarks:q} \
+        genomon_python -m genomon_smk.plan.timeline --benchmarks {params.benchmarks:q} \
             --run-started "$GENOMON_SMK_RUN_STARTED" \
             ${{GENOMON_SMK_TIMELINE_SLOTS:+--slots "$GENOMON_SMK_TIMELINE_SLOTS"}} \
             --threads $GENOMON_SMK_RULE_THREADS --png {output.png:q} --svg {output.svg:q} \

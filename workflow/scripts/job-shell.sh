@@ -7,8 +7,16 @@
 #     usage: source job-shell.sh PYTHON [TIER PLACE_WORD PLANNED_BYTES]...
 # PYTHON is a command of the job's shell; a PLACE_WORD is a word of it, expanded only at a
 # failure ($TMPDIR may be unset where no job uses node_local).
+# It also gives the rules' commands what depends on where the checkout and the interpreter are,
+# so that no rule's params or code holds such a path (Snakemake reruns a job whose params or
+# code changed: another checkout, or `python -m snakemake`, would rerun every job):
+#   genomon_python ARGS...  the project's Python (PYTHON) with ARGS (bin/genomon_python, on PATH);
+#   $genomon_scripts        this directory (workflow/scripts) of the checkout that runs the job.
 job_python="$1"
 shift
+genomon_scripts="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+export GENOMON_JOB_PYTHON="$job_python"
+export PATH="$genomon_scripts/bin:$PATH"
 job_tiers=("$@")
 job_exit_cleanup=""
 

@@ -25,14 +25,15 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from genomon_smk.tools.annotate.genes import CHROMOSOME_1, chromosome_1
+
 # ANNOVAR's refGene columns, after Alt, in table_annovar's order.
 GENE_COLUMNS = ("Func.refGene", "Gene.refGene", "GeneDetail.refGene", "ExonicFunc.refGene", "AAChange.refGene")
 AUTO = "auto"
 TOOLS = ("genomon", "annovar")
 # Built-in tables (annot_utils' refGene) and the length of their genome's chromosome 1; `auto`
 # picks the first whose length is the reference's.
-BUILT_IN = {"hg19": 249250621, "GRCh37": 249250621, "hg38": 248956422, "GRCh38": 248956422,
-            "mm10": 195471971}
+BUILT_IN = CHROMOSOME_1
 # Genomon v2.6's [annotation] table_annovar_params (dna_genomon.cfg): 17 protocols.
 GENOMON_TABLE_ANNOVAR_PARAMS = (
     "-buildver hg19 -remove --otherinfo -protocol refGene,cytoBand,genomicSuperDups,esp6500siv2_all,"
@@ -62,11 +63,6 @@ class Plan:
     tool: str
     genes: GeneTable
     note: str
-
-
-def chromosome_1(contigs: list[tuple[str, int]]) -> int | None:
-    lengths = dict(contigs)
-    return next((lengths[name] for name in ("1", "chr1") if name in lengths), None)
 
 
 def built_in_for(contigs: list[tuple[str, int]]) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shlex
 
 import jsonschema
@@ -101,15 +102,33 @@ def quoted_options(text: str) -> str:
     return shlex.join(shlex.split(text))
 
 
+# Shell syntax in an options value: the words are passed to the tool quoted, so none of it would
+# run; it would reach the tool as a stray argument and fail every job of the cohort instead.
+SHELL_OPERATORS = re.compile(r"^(?:[;|&<>]|\d?>|&>)|[;|&]$|\$[({A-Za-z_]|`")
+
+
+def shell_syntax(words: list[str]) -> str | None:
+    """The first word that a shell would read as an operator, a redirection or an expansion."""
+    return next((word for word in words if SHELL_OPERATORS.search(word)), None)
+
+
 def option_problem(text: object) -> str | None:
     """Why an options value cannot be passed as words, or None."""
     if not isinstance(text, str):
         return None  # the schema reports the type
     try:
-        shlex.split(text)
+        words = shlex.split(text)
     except ValueError as error:
         return f"cannot be split into options as a shell would ({error}): {text!r}; balance its quotes"
+    if (word := shell_syntax(words)) is not None:
+        return shell_syntax_message(word, text)
     return None
+
+
+def shell_syntax_message(word: str, text: str) -> str:
+    return (f"{word!r} in {text!r} is shell syntax (a command, a pipe, a redirection or an "
+            "expansion): the options are given to the tool as words and no shell reads them; "
+            "write only the tool's own options and values")
 
 
 def value_at(config: dict, path: tuple[str, ...]) -> object:
@@ -290,6 +309,8 @@ def merge_option_mappings(config: dict, schema: dict, base: dict) -> list[tuple[
             merged = merged_options(start if isinstance(start, str) else "", changes)
         except ValueError as error:
             problems.append((path, str(error)))
+            # The problem says it: the schema's "is not of type 'string'" would only mislead.
+            del value_at(config, path[:-1])[path[-1]]
             continue
         value_at(config, path[:-1])[path[-1]] = merged
     return problems

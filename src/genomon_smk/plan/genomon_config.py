@@ -15,6 +15,7 @@ Genomon reads its flags as the literal string `True` (its shell templates compar
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass, field
@@ -103,6 +104,31 @@ NO_COUNTERPART: list[tuple[str, str, str]] = [
     ("post_analysis", "config_file", "the bundled genomon_pa settings"),
     ("develop", "debug", "each job's log under output_dir/logs"),
 ]
+#: keys Genomon v2.6 allows in every section (each job's settings)
+EVERY_SECTION = ("qsub_option", "image", "singularity_option")
+#: Genomon v2.6's DNA config's sections (those holding qsub_option only included); a section or
+#: key outside them is a typo that Genomon would have silently ignored: refused, with the name meant.
+GENOMON_SECTIONS = frozenset(
+    {section for section, _ in (*GENOMON_KEYS, *FLAGS)}
+    | {section for section, _, _ in NO_COUNTERPART if section != "*"}
+    | {"qc_bamstats", "qc_merge", "mutation_call", "mutation_merge"}
+)
+
+
+def unknown_key_problem(section: str, key: str) -> str | None:
+    """What is wrong with a (section, key) Genomon v2.6's DNA config does not have, with the name
+    meant when one is close (difflib), or None for a key it has."""
+    if section not in GENOMON_SECTIONS:
+        close = difflib.get_close_matches(section, sorted(GENOMON_SECTIONS), n=1, cutoff=0.6)
+        hint = f" (did you mean [{close[0]}]?)" if close else ""
+        return f"not a section of Genomon v2.6's DNA config{hint}"
+    if (section, key) in GENOMON_KEYS or (section, key) in FLAGS or replacement(section, key):
+        return None
+    known = sorted({k for s, k in (*GENOMON_KEYS, *FLAGS) if s == section}
+                   | {k for s, k, _ in NO_COUNTERPART if s == section} | set(EVERY_SECTION))
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return f"not a key of [{section}] in Genomon v2.6's DNA config{hint}; its keys: {', '.join(known)}"
 
 
 @dataclass
@@ -184,6 +210,7 @@ def read_genomon_config(path: str) -> GenomonConfig:
             flags[(section, key)] = bool(on)
     hotspot = flags.get(("hotspot", "active_hotspot_flag"), True)  # Genomon's default cfg: True
     annovar = flags.get(("annotation", "active_annovar_flag"), False)
+    refused_sections: set[str] = set()
     if annovar:
         for key, value in (("enable", True), ("tool", "annovar")):
             set_at(result.config, ("annotation", key), value)
@@ -192,9 +219,14 @@ def read_genomon_config(path: str) -> GenomonConfig:
         where = f"{path}:{line}: {written}"
         if (section, key) in FLAGS:
             continue
+        unknown = unknown_key_problem(section, key)
+        if unknown:
+            if section in GENOMON_SECTIONS or section not in refused_sections:  # a section once
+                result.problems.append(f"{where}: {unknown}")
+            refused_sections.add(section)
+            continue
         if (section, key) not in GENOMON_KEYS:
-            what = replacement(section, key)
-            result.unused.append((written, what or "nothing: not a key of Genomon v2.6's DNA config"))
+            result.unused.append((written, replacement(section, key)))
             continue
         target, kind = GENOMON_KEYS[(section, key)]
         if (section, key) in ANNOVAR_KEYS and not annovar:

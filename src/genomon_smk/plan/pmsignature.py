@@ -17,6 +17,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from genomon_smk.plan.gene_annotation import check_gene_annotation
+from genomon_smk.plan.rules import FACTS
 from genomon_smk.plan.setup_build import ReferencePlan, input_key, stem
 
 MODES = ("ind", "full")
@@ -91,6 +93,33 @@ def skipped_warning(config: dict, cases: list[str]) -> str | None:
     )
 
 
+# Above this many signatures a fit is asked for more than pmsignature finds in a cohort (Genomon's
+# default K is 2-6; published cancer cohorts resolve a handful to a dozen).
+SENSIBLE_K = 10
+
+
+def signum_warnings(plan: Plan, fitted_tumors: int) -> list[tuple[tuple[str, ...], str]]:
+    """(config key, warning) for each mode whose signum_max is above SENSIBLE_K: what the fits
+    cost (one job per K, each with the rule table's memory and run time) and why the large K are not worth
+    it (each signature is a distribution over pmsignature's mutation features, estimated from
+    the cohort's mutations: many more signatures than tumors, or than a few per hundred
+    mutations, fit noise and give degenerate, repeated signatures)."""
+    warnings = []
+    for mode, ks in plan.ks.items():
+        if not ks or max(ks) <= SENSIBLE_K:
+            continue
+        jobs = len(ks)
+        mem_mb, runtime_min = FACTS[f"pmsignature_{mode}"].mem_mb, FACTS[f"pmsignature_{mode}"].runtime
+        warnings.append(((f"pmsignature_{mode}", "signum_max"), (
+            f"{max(ks)} signatures is far above what pmsignature resolves (Genomon fits K = 2-6; above "
+            f"{SENSIBLE_K} the extra signatures of a cohort split or repeat others, and each needs hundreds of "
+            f"the cohort's mutations; this cohort fits {fitted_tumors} tumor(s)): {jobs} fits (K = {min(ks)}-"
+            f"{max(ks)}), each a job of {mem_mb / 1000:g} GB for up to {runtime_min / 60:g} h "
+            f"({jobs * mem_mb / 1000 * runtime_min / 60:,.0f} GB-hours asked of the cluster), the largest K "
+            f"slowest; set signum_max to {SENSIBLE_K} or less")))
+    return warnings
+
+
 def plan_pmsignature(config: dict, cases: list[str], reference: ReferencePlan, resources_dir: str,
                      resolve_path) -> Plan:
     """The stages of this cohort (`cases`: each mutation-call tumor's post-analysis case): a mode
@@ -147,7 +176,15 @@ def annotation_problems(plan: Plan, value: str, contigs: list[tuple[str, int]]) 
             return [f"{value} is the refGene table of a genome whose chromosome 1 is "
                     f"{BUILT_IN_ANNOTATIONS[value]:,} bp, but {found}: give this reference's gene annotation "
                     f"(a GTF or genePred file), or set pmsignature_ind.enable (and pmsignature_full.enable) false"]
-        return []
+        return background_annotation_problems(plan, contigs)
     if not os.path.isfile(plan.annotation):
         return [f"file not found: {plan.annotation}"]
-    return []
+    return background_annotation_problems(plan, contigs)
+
+
+def background_annotation_problems(plan: Plan, contigs: list[tuple[str, int]]) -> list[str]:
+    """The annotation read whole (plan.gene_annotation) while its background is still to be
+    built: once built, the background is what the fits read."""
+    if plan.background is None or all(os.path.exists(path) for path in plan.background.files):
+        return []
+    return check_gene_annotation(plan.annotation, contigs)

@@ -273,6 +273,11 @@ RULES: tuple[Rule, ...] = (
 TARGET_RULE = "all"
 # The rule that names only what the set-up rules build (`snakemake ... setup`).
 SETUP_TARGET = "setup"
+# The rule that names every per-sample and per-pair result the cohort's end stages read (a run in
+# batches: `snakemake cohort_results --batch cohort_results=i/n`, genomon_smk.plan.batches).
+BATCH_TARGET = "cohort_results"
+# It and its rule of one marker per pair (workflow/rules/batches.smk): jobs only in a batched run.
+BATCH_RULES = frozenset({BATCH_TARGET, "pair_results"})
 SETUP_STAGE = "reference set-up"
 SETUP_RULES = frozenset(rule.name for rule in RULES if rule.stage == SETUP_STAGE)
 

@@ -28,6 +28,10 @@ from genomon_smk.fileio import GZIP_ERRORS, open_maybe_gzipped
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_PLATFORM = "ILLUMINA"
 MAX_NAME_BYTES = 100
+# Snakemake refuses a wildcard value that ends in 20 or more repeats of one piece (its
+# PeriodicWildcardError, raised mid-plan without the sheet's line: a guard against a rule that
+# matches its own output); a name is checked against the same rule here.
+PERIODIC_END = re.compile(r"(?P<piece>.+?)(?P=piece){19,}$")
 # The run-wide files and directories that share qc/ and sv/ with the samples' own directories
 # (qc/{sample}/, sv/{sample}/; docs/outputs.md): a sample of such a name would collide with them.
 LAYOUT_NAMES = {
@@ -147,6 +151,12 @@ def name_problem(name: str) -> str | None:
         return (
             f"{name!r} is not a safe name: use letters, digits, '.', '_' and '-' only "
             "(no spaces, '/', '..', quotes, '$', ';'), starting with a letter or digit"
+        )
+    if periodic := PERIODIC_END.search(name):
+        return (
+            f"{name!r} ends in {len(periodic.group(0)) // len(periodic.group('piece'))} repeats of "
+            f"{periodic.group('piece')!r}: Snakemake refuses such a name in a file path (it takes it for a "
+            "rule matching its own output); shorten the repeat below 20"
         )
     return None
 

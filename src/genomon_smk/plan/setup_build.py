@@ -10,6 +10,17 @@ The key is a digest of the inputs' paths, sizes and modification times (a stat e
 stays cheap): another run, cohort or output directory finds the same directory and reuses what
 is there, and a changed input names a new directory, which is built afresh.
 
+Several projects may name one resources_dir, and Snakemake removes a job's existing outputs
+before it runs the job: a second project whose set-up jobs were planned before the first built
+the files would remove them under the first's readers and build them again (issue 34). So the
+shared files are never a job's output. A project that finds a build complete (and has no links of
+its own to it) reads it in place, with no set-up job. A project that plans before the build is
+complete gets its own links to it (`<output_dir>/reference/<name>-<key>/...`): those are its
+set-up jobs' outputs, and each job builds the shared files, if another run has not meanwhile,
+under a lock in the build directory, each file written beside and renamed when whole
+(workflow/scripts/build-shared.sh), then links them. The project keeps its links on later runs
+(its jobs' inputs do not change).
+
 The DAG needs the contigs at parse time (regions, chunks). They come from the .fai when it exists
 (in place, or once built); until then the sources are streamed without writing anything (350 Mb/s
 plain, measured on GRCh37 chr20; gzipped 85 Mb/s with the gzip module, and ISA-L's reader, used
@@ -120,31 +131,61 @@ class ReferencePlan:
     fasta: str
     sources: tuple[str, ...]
     built: bool
+    # The built files in resources_dir, when `fasta` is the project's link to them (`built`).
+    shared: str = ""
 
     @property
     def fai(self) -> str:
         return self.fasta + ".fai"
 
     @property
+    def link_directory(self) -> str | None:
+        """The project's directory of links to the shared build, when it reads through them."""
+        return os.path.dirname(self.fasta) if self.built and self.shared else None
+
+    @property
     def bwa_index(self) -> list[str]:
         return [self.fasta + suffix for suffix in BWA_INDEX_SUFFIXES]
 
 
-def plan_reference(sources: list[str], resources_dir: str) -> ReferencePlan:
+def plan_reference(sources: list[str], resources_dir: str, link_dir: str | None = None) -> ReferencePlan:
     """One indexed FASTA: in place. Otherwise the FASTA(s) concatenated, uncompressed and indexed
-    in resources/reference/<first FASTA's name>-<key>/<name>.fa."""
+    in resources/reference/<first FASTA's name>-<key>/<name>.fa; with link_dir (the project's
+    output directory), read in place once complete, else through the project's links in
+    link_dir/reference/<name>-<key>/ (module docstring)."""
     if len(sources) == 1 and is_indexed(sources[0]):
         return ReferencePlan(sources[0], tuple(sources), built=False)
     name = stem(sources[0])
-    directory = f"{resources_dir}/reference/{name}-{input_key(sources)}"
-    return ReferencePlan(f"{directory}/{name}.fa", tuple(sources), built=True)
+    build = f"reference/{name}-{input_key(sources)}"
+    shared = f"{resources_dir}/{build}/{name}.fa"
+    if link_dir is None:
+        return ReferencePlan(shared, tuple(sources), built=True)
+    link = f"{link_dir}/{build}/{name}.fa"
+    if shared_in_place([shared, *reference_index_files(shared)], [link, *reference_index_files(link)]):
+        return ReferencePlan(shared, tuple(sources), built=False, shared=shared)
+    return ReferencePlan(link, tuple(sources), built=True, shared=shared)
+
+
+def reference_index_files(fasta: str) -> list[str]:
+    return [fasta + ".fai"] + [fasta + suffix for suffix in BWA_INDEX_SUFFIXES]
+
+
+def shared_in_place(shared: list[str], links: list[str]) -> bool:
+    """Whether a project reads a shared build in place: it is complete, and the project has no
+    directory for links to it (a project that planned before it was complete keeps its links:
+    the run makes their directory at its start (rules/hooks.smk, keep_setup_links), so a
+    cluster job's own parse after the build completed still finds the rule it runs)."""
+    return all(os.path.isfile(path) for path in shared) and not (
+        os.path.isdir(os.path.dirname(links[0])) or any(os.path.lexists(path) for path in links))
 
 
 def reference_contigs(plan: ReferencePlan) -> list[tuple[str, int]]:
-    """The reference's contigs: from its .fai once there is one, else streamed from its sources
-    (a built reference before its first set-up job); names must be unique."""
-    if os.path.isfile(plan.fai):
-        return read_fai(plan.fai)
+    """The reference's contigs: from its .fai once there is one (the project's link, or the
+    shared build's), else streamed from its sources (a built reference before its first set-up
+    job); names must be unique."""
+    for fai in (plan.fai, plan.shared + ".fai" if plan.shared else None):
+        if fai and os.path.isfile(fai):
+            return read_fai(fai)
     missing = [path for path in plan.sources if not os.path.isfile(path)]
     if missing:
         raise ValueError("\n".join(f"reference: file not found: {path}" for path in missing))
@@ -174,19 +215,32 @@ class SimpleRepeatPlan:
     db: str
     source: str
     built: bool
+    shared: str = ""  # the built database in resources_dir, when `db` is the project's link to it
 
     @property
     def files(self) -> list[str]:
         return [self.db, self.db + ".tbi"]
 
+    @property
+    def link_directory(self) -> str | None:
+        """The project's directory of links to the shared build, when it reads through them."""
+        return os.path.dirname(self.db) if self.built and self.shared else None
 
-def plan_simple_repeat(source: str, resources_dir: str) -> SimpleRepeatPlan:
+
+def plan_simple_repeat(source: str, resources_dir: str, link_dir: str | None = None) -> SimpleRepeatPlan:
     """A tabix-indexed database (a .tbi beside it): in place. A UCSC simpleRepeat table (with its
-    bin column, plain or gzipped): built into resources/simple_repeat/<name>-<key>/."""
+    bin column, plain or gzipped): built into resources/simple_repeat/<name>-<key>/ (with
+    link_dir, read in place or through the project's links, as plan_reference's)."""
     if os.path.isfile(source + ".tbi"):
         return SimpleRepeatPlan(source, source, built=False)
-    directory = f"{resources_dir}/simple_repeat/{stem(source)}-{input_key([source])}"
-    return SimpleRepeatPlan(f"{directory}/simpleRepeat.bed.gz", source, built=True)
+    build = f"simple_repeat/{stem(source)}-{input_key([source])}"
+    shared = f"{resources_dir}/{build}/simpleRepeat.bed.gz"
+    if link_dir is None:
+        return SimpleRepeatPlan(shared, source, built=True)
+    link = f"{link_dir}/{build}/simpleRepeat.bed.gz"
+    if shared_in_place([shared, shared + ".tbi"], [link, link + ".tbi"]):
+        return SimpleRepeatPlan(shared, source, built=False, shared=shared)
+    return SimpleRepeatPlan(link, source, built=True, shared=shared)
 
 
 def setup_outputs(reference: ReferencePlan, simple_repeat: SimpleRepeatPlan | None) -> dict[str, list[str]]:

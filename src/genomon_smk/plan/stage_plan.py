@@ -183,3 +183,88 @@ def node_hours_table(shape: CohortShape, node: Node = FUGAKU_NODE) -> str:
     lines.append("  job per node: one PJM job per rule job; packed: profiles/pjm's job groups, full nodes; "
                  "allocation: profiles/pjm-allocation with every core busy (its least)")
     return "\n".join(lines)
+
+
+# GRCh37's 25 primary contigs: the regions of a hypothetical cohort's stage plan (`main`).
+GRCH37: tuple[tuple[str, int], ...] = (
+    ("1", 249250621), ("2", 243199373), ("3", 198022430), ("4", 191154276), ("5", 180915260),
+    ("6", 171115067), ("7", 159138663), ("8", 146364022), ("9", 141213431), ("10", 135534747),
+    ("11", 135006516), ("12", 133851895), ("13", 115169878), ("14", 107349540), ("15", 102531392),
+    ("16", 90354753), ("17", 81195210), ("18", 78077248), ("19", 59128983), ("20", 63025520),
+    ("21", 48129895), ("22", 51304566), ("X", 155270560), ("Y", 59373566), ("MT", 16569),
+)
+
+
+def schema_defaults(schema: dict) -> tuple[dict, dict]:
+    """The storage.rules tiers and the `split`/`regions` values the config schema defaults to."""
+    properties = schema["properties"]
+    tiers = {
+        key: {role: spec["default"] for role, spec in rule["properties"].items()}
+        for key, rule in properties["storage"]["properties"]["rules"]["properties"].items()
+    }
+    counts = {
+        "chunks": properties["split"]["properties"]["chunks"]["default"],
+        **{key: spec.get("default") for key, spec in properties["regions"]["properties"].items()},
+    }
+    return tiers, counts
+
+
+def cohort_shape(pairs: int, chunks: int, regions: int, mutation_regions: int) -> CohortShape:
+    """A cohort of `pairs` tumor/normal pairs (every sample in one pair, mapped from FASTQ) as the
+    default config plans it: SV detection for every pair (its tumor parsed), pmsignature's ind
+    mode (K = 2..6), QC of every sample; the reference already set up."""
+    return CohortShape(2 * pairs, pairs, chunks, regions, mutation_regions, sv_samples=pairs, sv_pairs=pairs,
+                       pmsignature_ind=5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m genomon_smk.plan.stage_plan`: the stage plan without Snakemake's DAG."""
+    import argparse
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import yaml
+
+    from genomon_smk.plan.regions import derive_regions
+    from genomon_smk.plan.rules import PRIORITIES
+
+    repo = Path(__file__).resolve().parents[3]
+    parser = argparse.ArgumentParser(
+        prog="python -m genomon_smk.plan.stage_plan",
+        description="Print the stage plan (jobs per Genomon stage and rule) without building Snakemake's DAG: "
+        "of your config and sample sheet (--configfile: the workflow's own parse, as "
+        "`snakemake --list-rules` runs it), or of a hypothetical cohort of --pairs tumor/normal pairs.",
+        epilog="Arguments after -- go to Snakemake with --configfile (e.g. -- --config split='{chunks: 64}').",
+    )
+    parser.add_argument("--configfile", nargs="+", help="your config file(s), as for snakemake")
+    parser.add_argument("--pairs", type=int, help="a hypothetical cohort: this many tumor/normal pairs")
+    parser.add_argument("--chunks", type=int, help="with --pairs: chunks per sample (default: the config schema's)")
+    parser.add_argument("--regions", type=int,
+                        help="with --pairs: regions, the unmapped one included (default: GRCh37 at the schema's "
+                        "regions.max_length and pack_bp)")
+    args, snakemake_args = parser.parse_known_args(argv)
+    snakemake_args = [arg for arg in snakemake_args if arg != "--"]
+    if bool(args.configfile) == (args.pairs is not None):
+        parser.error("give either --configfile or --pairs")
+    if args.configfile:
+        # The workflow prints its plans when it is parsed; --list-rules parses it and stops before any DAG.
+        command = [sys.executable, "-m", "snakemake", "--snakefile", str(repo / "workflow" / "Snakefile"),
+                   "--configfile", *args.configfile, "--list-rules", *snakemake_args]
+        result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        sys.stderr.write(result.stderr)
+        return result.returncode
+    schema = yaml.safe_load((repo / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    tiers, defaults = schema_defaults(schema)
+    if args.regions:
+        regions, mutation = args.regions, args.regions - 1
+    else:
+        derived = derive_regions(list(GRCH37), defaults["max_length"], defaults["pack_bp"])
+        regions, mutation = len(derived), sum(not region.is_unmapped for region in derived)
+    shape = cohort_shape(args.pairs, args.chunks or defaults["chunks"], regions, mutation)
+    print(stage_table(shape, tiers, PRIORITIES))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

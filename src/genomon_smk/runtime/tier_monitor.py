@@ -8,13 +8,16 @@ many files the tiers hold), and at the end of the run writes a table to the log 
 to the results. Whatever is
 left in node_local or shared_tmp is reported as a leftover: after a successful run, after a
 failed one, and at the start of the next run (a killed Snakemake runs no handler), each leftover
-named as a job's work directory (the job did not finish; its rerun clears it) or an intermediate
-output of a finished job (the rerun reuses it).
+named as a job's work directory (the job did not finish; its rerun clears it), an intermediate
+output of a finished job (the rerun reuses it), or, in a place the user shares with other files,
+what the workflow did not write (left as it is): only the directories the rules write into a
+tier (`own_dirs`: split/, map/, ...) hold intermediates.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -52,6 +55,9 @@ def tree_files(path: str, skip: tuple[str, ...] = ()) -> list[str]:
 
 WORK_DIR = "work directory of a job that did not finish: cleared when the job reruns"
 INTERMEDIATE = "intermediate output of a finished job: reused by the rerun, removed once its readers finish"
+OTHER_RUN = "work directory of another run of this workflow (another output directory using this place)"
+FOREIGN = "not written by this workflow (a file of yours or of another program in this place): left as it is"
+ANY_WORK_DIR = re.compile(r"^[a-z_]+\.[0-9a-f]{8}(\.|$)")
 LEFTOVER_COLUMNS = ("when", "tier", "path", "files", "bytes", "kind")
 
 
@@ -71,9 +77,12 @@ def is_work_dir(name: str, run_key: str) -> bool:
     return f".{run_key}." in f"{name}."
 
 
-def leftover_items(place: str, run_key: str, skip: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+def leftover_items(place: str, run_key: str, skip: tuple[str, ...] = (),
+                   own_dirs: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
     """(path, kind) of what lies in a scratch place: each job work directory (with its
-    `.sizes` file) as one item, and each output below the first level (`split/SAMPLE`)."""
+    `.sizes` file) as one item, and each output below the first level (`split/SAMPLE`). With
+    own_dirs (the first-level directories the rules write), anything else at the first level
+    is one item: another run's work directory, or what the workflow did not write."""
     items = []
     top = entries(place)
     names = {entry.name for entry in top}
@@ -83,6 +92,8 @@ def leftover_items(place: str, run_key: str, skip: tuple[str, ...] = ()) -> list
         if is_work_dir(entry.name, run_key):
             if not (entry.name.endswith(".sizes") and entry.name[: -len(".sizes")] in names):
                 items.append((entry.path, WORK_DIR))
+        elif own_dirs and entry.name not in own_dirs:
+            items.append((entry.path, OTHER_RUN if ANY_WORK_DIR.match(entry.name) else FOREIGN))
         elif entry.is_dir(follow_symlinks=False):
             items += [(inner.path, INTERMEDIATE) for inner in entries(entry.path)]
         else:
@@ -148,6 +159,8 @@ class TierMonitor:
     peak: dict[str, int] = field(default_factory=dict)
     samples: int = 0
     walking: float = 0.0  # seconds spent walking, all samples
+    # The first-level directories the rules write into the tier places (the workflow's tier_file).
+    own_dirs: set[str] = field(default_factory=set)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -174,7 +187,7 @@ class TierMonitor:
         for tier in SCRATCH_TIERS:
             if tier not in self.places or not self.visible(tier):
                 continue
-            for path, kind in leftover_items(self.places[tier], run_key, self.nested(tier)):
+            for path, kind in leftover_items(self.places[tier], run_key, self.nested(tier), frozenset(self.own_dirs)):
                 if path in seen:  # both scratch tiers in one place
                     continue
                 seen.add(path)

@@ -32,6 +32,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -264,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
                          f"(the tools: {', '.join(BUILTIN_MAINS)})")
     region_file = os.path.join(args.work_dir, "region.txt")
     os.makedirs(args.work_dir, exist_ok=True)
+    # The tools' temporaries (fisher's site BED, EBFilter's pileup lists; upstream's through
+    # TMPDIR) in the job's work directory on its tier, not the system /tmp.
+    tempfile.tempdir = args.work_dir
+    os.environ["TMPDIR"] = args.work_dir
     with open(region_file, "w") as out:
         out.write(args.intervals + "\n")
     hotspot_db = os.path.join(args.work_dir, "hotspot_db.txt") if args.hotspot_db and args.normal else None

@@ -136,9 +136,11 @@ def filter_description(rule: mutil.ColumnRule, threshold: float) -> str:
 
 
 def vcf_header(contigs: list[tuple[str, int]], samples: list[str], columns: list[str],
-               reference: str = "", thresholds: dict[str, float] | None = None) -> pysam.VariantHeader:
+               reference: str = "", thresholds: dict[str, float] | None = None,
+               hotspot_db: bool = False) -> pysam.VariantHeader:
     """The VCF header: contigs, `##reference`, `##source`, the INFO/FORMAT fields of the columns,
-    and with thresholds, one FILTER per mutil threshold a call can fail."""
+    and with thresholds, one FILTER per mutil threshold a call can fail; `HS` with a hotspot
+    call or database."""
     header = pysam.VariantHeader()
     header.add_line(f"##source=genomon-smk {source_version()}")
     if reference:
@@ -154,8 +156,9 @@ def vcf_header(contigs: list[tuple[str, int]], samples: list[str], columns: list
         if column in columns:
             header.info.add(column, ".", "String", f"{text}; %3B, %3D, %25: ';', '=', '%'")
     header.info.add("SR", 0, "Flag", "in a simple repeat (mutfilter simplerepeat)")
-    if HOTSPOT_COLUMN in columns:
-        header.info.add("HS", 0, "Flag", "called at a site of the hotspot database (hotspotCall)")
+    if HOTSPOT_COLUMN in columns or hotspot_db:
+        header.info.add("HS", 0, "Flag", "at a site of the hotspot database: called by hotspotCall, "
+                        "or a call the database keeps past the filter (mutil filter --hotspot_db)")
     header.formats.add("GT", 1, "String", "Genotype")
     header.formats.add("DP", 1, "Integer", "Read depth")
     header.formats.add("AD", "R", "Integer", "Reads supporting the reference and the alternate allele")
@@ -191,11 +194,13 @@ def depth_and_alt(row: dict, suffix: str) -> tuple[int, int] | None:
 
 
 def write_vcf(result_path: str, fasta_path: str, vcf_path: str, tumor: str, normal: str | None,
-              filter_params: list[str] | None = None) -> int:
+              filter_params: list[str] | None = None, hotspot_db: str | None = None) -> int:
     """The rows of a result file as VCF records; returns the record count. Without
     filter_params every record PASSes (a filtered result); with `mutil filter` options, FILTER
     names each threshold a call fails (PASS: none), so the records that PASS are the rows that
-    `mutil filter` with those options keeps."""
+    `mutil filter` with those options keeps. A record gets `HS` when hotspotCall called it or
+    its (Chr, Start, End, Ref, Alt) is in the hotspot database (hotspot_db, or the one named
+    by filter_params): the rows the database rescued are flagged too."""
     fasta = pysam.FastaFile(fasta_path)
     contigs = list(zip(fasta.references, fasta.lengths))
     with open(result_path) as handle:
@@ -205,17 +210,19 @@ def write_vcf(result_path: str, fasta_path: str, vcf_path: str, tumor: str, norm
     samples = [tumor] + ([normal] if normal else [])
     thresholds, hotspots = mutil.thresholds_of(filter_params) if filter_params is not None else (None, None)
     failures = mutil.make_row_failures(columns, thresholds, hotspots) if thresholds is not None else None
-    header = vcf_header(contigs, samples, columns, fasta_path, thresholds)
+    if hotspot_db:
+        hotspots = (hotspots or set()) | mutil.read_hotspot_db(hotspot_db)
+    header = vcf_header(contigs, samples, columns, fasta_path, thresholds, hotspot_db=bool(hotspots))
     records = []
     for line in lines[1:]:
         cells = line.split("\t")
         row = dict(zip(columns, cells))
         pos, ref, alt = vcf_alleles(fasta, row["Chr"], int(row["Start"]), row["Ref"], row["Alt"])
         failed = failures(cells) if failures else []
-        records.append((contig_order[row["Chr"]], pos, ref, alt, failed, row))
+        records.append((contig_order[row["Chr"]], pos, ref, alt, failed, row, cells))
     records.sort(key=lambda r: r[:4])
     with pysam.VariantFile(vcf_path, "wz", header=header) as out:
-        for _, pos, ref, alt, failed, row in records:
+        for _, pos, ref, alt, failed, row, cells in records:
             record = out.new_record(contig=row["Chr"], start=pos - 1, alleles=(ref, alt),
                                     filter=failed or ["PASS"])
             for column, (key, _, _) in INFO_FIELDS.items():
@@ -228,7 +235,7 @@ def write_vcf(result_path: str, fasta_path: str, vcf_path: str, tumor: str, norm
                     record.info[column] = values
             if row.get("simple_repeat_pos", "---") != "---":
                 record.info["SR"] = True
-            if row.get(HOTSPOT_COLUMN, "---") != "---":
+            if row.get(HOTSPOT_COLUMN, "---") != "---" or (hotspots and mutil.hotspot_key(cells) in hotspots):
                 record.info["HS"] = True
             for sample, suffix, genotype in ((tumor, "_tumor" if normal else "", (0, 1)), (normal, "_normal", (0, 0))):
                 if sample is None:
@@ -252,6 +259,8 @@ def add_vcf_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     parser.add_argument("--out", required=True)
     parser.add_argument("--tumor", required=True)
     parser.add_argument("--normal")
+    parser.add_argument("--hotspot-db", nargs="?", const=None, default=None,
+                        help="the hotspot database: its rows' calls get the HS flag (empty: none)")
     return parser
 
 
@@ -281,8 +290,10 @@ def main(argv=None) -> int:
         print(f"merge_mutation: {rows} rows from {len(files)} regions")
     else:
         filter_params = shlex.split(args.filter_params) if args.filter_params is not None else None
-        records = write_vcf(args.result, args.reference, args.out, args.tumor, args.normal, filter_params)
-        print(f"merge_mutation: {records} VCF records")
+        records = write_vcf(args.result, args.reference, args.out, args.tumor, args.normal, filter_params,
+                            args.hotspot_db or None)
+        # The filter_mutation job's step (rules/merge_mutation.smk), whose log this line is in.
+        print(f"filter_mutation: {records} VCF records in {os.path.basename(args.out)}")
     return 0
 
 

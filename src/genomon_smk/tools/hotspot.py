@@ -130,9 +130,10 @@ class Site:
 
 
 def read_sites(lines: Iterator[str]) -> list[Site]:
-    """The database's single-base sites: rows whose Ref and Alt are each one of A, C, G, T (MNVs
-    and indels are left out), duplicates removed, alts grouped per (Chr, Start, End, Ref), in
-    the order of first appearance. ``#`` lines and blank lines are skipped."""
+    """The database's single-base sites: rows whose Ref and Alt are each one of A, C, G, T in
+    either case (MNVs and indels are left out), upper-cased as the pileup's forward-strand letters
+    and fisher's rows are, duplicates removed, alts grouped per (Chr, Start, End, Ref), in the
+    order of first appearance. ``#`` lines and blank lines are skipped."""
     groups: dict[tuple[str, str, str, str], list[str]] = {}
     for line in lines:
         if line.startswith("#") or not line.strip():
@@ -140,7 +141,8 @@ def read_sites(lines: Iterator[str]) -> list[Site]:
         cells = line.rstrip("\r\n").split("\t")
         if len(cells) < 5:
             continue
-        chrom, start, end, ref, alt = cells[:5]
+        chrom, start, end = cells[:3]
+        ref, alt = cells[3].upper(), cells[4].upper()
         if ref not in SNV_LETTERS or alt not in SNV_LETTERS or len(ref) != 1 or len(alt) != 1:
             continue
         alts = groups.setdefault((chrom, start, end, ref), [])

@@ -85,6 +85,9 @@ _SUB_INDEX = {(s[0], s[2]): i for i, s in enumerate(SUBSTITUTIONS)}
 _COMPLEMENT = str.maketrans("ACGT", "TGCA")
 PRIMARY_CONTIG = re.compile(r"^(chr)?([0-9]+|X|Y)$", re.IGNORECASE)
 
+# Below this many of the cohort's mutations per signature, a fit is noted as likely degenerate
+# (genomon-smk's warning, issue 34; pmsignature itself fits whatever it is given).
+MUTATIONS_PER_SIGNATURE = 50
 EMPTY_IND = {"id": [], "ref": [], "alt": [], "strand": [], "mutation": []}
 EMPTY_FULL = {"id": [], "signature": [], "mutation": []}
 
@@ -897,6 +900,10 @@ def run_fit(args) -> int:
                     "JSON", total, args.signum)
         write_json(empty_json(mode), args.output)
         return 0
+    if total < MUTATIONS_PER_SIGNATURE * args.signum:
+        LOG.warning("K = %d signatures from %d mutations (fewer than %d a signature): the fit is "
+                    "likely degenerate, its signatures splitting or repeating others; a smaller "
+                    "signum_max says as much at less cost", args.signum, total, MUTATIONS_PER_SIGNATURE)
     background = read_background(args.background, mode) if args.bgflag else None
     model = model_for(catalog, background)
     result = fit(model, args.signum, args.trialnum, args.seed, args.tol, args.max_iter,

@@ -18,7 +18,7 @@ import time
 
 from genomon_smk.fileio import open_text
 from .annotator import COLUMNS, Annotator
-from .genes import GeneTableError, resolve_table
+from .genes import BUILTIN_NAMES, CHROMOSOME_1, GeneTableError, chromosome_1, resolve_table
 
 LOG = logging.getLogger("annotate")
 
@@ -64,6 +64,29 @@ def annotate_table(annotator: Annotator, source: str, target: str) -> int:
     return rows
 
 
+def plain_gzip(path: str) -> bool:
+    """A gzip file that is not BGZF (bgzip's blocks: the FEXTRA field with a `BC` subfield)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(14)
+    except OSError:
+        return False
+    return head[:2] == b"\x1f\x8b" and not (len(head) == 14 and head[3] & 4 and head[12:14] == b"BC")
+
+
+def other_genome(genes: str, fai: str) -> str | None:
+    """Why a built-in table is another genome's than the reference's (its chromosome 1's length,
+    as the workflow's gene_annotation check tells), or None."""
+    with open(fai) as handle:
+        first = chromosome_1((fields[0], int(fields[1])) for fields in (line.split("\t") for line in handle)
+                             if len(fields) > 1)
+    if first == CHROMOSOME_1[genes]:
+        return None
+    have = f"its chromosome 1 is {first:,} bp" if first else "it has no chromosome 1 (or chr1)"
+    return (f"{genes} is the refGene table of a genome whose chromosome 1 is {CHROMOSOME_1[genes]:,} bp, "
+            f"but {have} ({fai}): the columns are another genome's (give this reference's genePred or GTF)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m genomon_smk.tools.annotate",
@@ -81,9 +104,17 @@ def main(argv: list[str] | None = None) -> int:
                            (args.input, "input")):
             if not os.path.exists(path):
                 raise InputError(f"{what} {path} does not exist")
+        if plain_gzip(args.reference):
+            raise InputError(f"reference FASTA {args.reference} is gzip-compressed, which samtools faidx "
+                             "cannot index: give it uncompressed or bgzip-compressed (gunzip it, or "
+                             "zcat | bgzip), then samtools faidx it")
         if not os.path.exists(f"{args.reference}.fai"):
             raise InputError(f"reference FASTA {args.reference} has no .fai index "
                              f"(samtools faidx {args.reference})")
+        if args.genes in BUILTIN_NAMES and not os.path.exists(args.genes):
+            warning = other_genome(args.genes, f"{args.reference}.fai")
+            if warning:
+                print(f"annotate: warning: {warning}", file=sys.stderr)
         began = time.time()
         annotator = Annotator(table, args.reference)
         rows = annotate_table(annotator, args.input, args.output)

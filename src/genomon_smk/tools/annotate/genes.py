@@ -21,7 +21,17 @@ from genomon_smk.fileio import open_text
 ANNOT_UTILS_GLOB = ".venv-sv/lib/python3*/site-packages/annot_utils/data/{genome}/refGene.txt.gz"
 BUILTIN_NAMES = {"hg19": "hg19", "GRCh37": "hg19", "hg38": "hg38", "GRCh38": "hg38",
                  "mm10": "mm10"}
+#: the length of chromosome 1 of each built-in table's genome: a reference whose chromosome 1
+#: differs is another genome (the workflow refuses it, the command line warns)
+CHROMOSOME_1 = {"hg19": 249250621, "GRCh37": 249250621, "hg38": 248956422, "GRCh38": 248956422,
+                "mm10": 195471971}
 _HAPLOTYPE = re.compile(r"_hap\d+$")
+
+
+def chromosome_1(contigs: Iterable[tuple[str, int]]) -> int | None:
+    """The length of a reference's chromosome 1 (`1` or `chr1`), or None."""
+    lengths = dict(contigs)
+    return next((lengths[name] for name in ("1", "chr1") if name in lengths), None)
 
 
 class GeneTableError(ValueError):

@@ -142,6 +142,7 @@ def isolated_run(tmp_path_factory, testdata, no_slurm_probe):
         base / "config dir",
         inputs,
         samples=str(inputs / "pair samples.tsv"),
+        cohort="pair",  # (a name taken from this file's would hold a space: refused, tests/test_wildcard_names.py)
         pairs=str(inputs / "pair.tsv"),
         control_panels={},
         output_dir=str(output_dir),

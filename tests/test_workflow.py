@@ -150,7 +150,7 @@ def test_tier_use_is_measured_and_only_results_reach_global(pipeline_run):
     assert rows["global"][2] >= sum(p.stat().st_size for p in (pipeline_run / "bam").rglob("*.bam"))
     top = {p.name for p in pipeline_run.iterdir()}
     assert top <= {"bam", "mutation", "sv", "qc", "post_analysis", "paplot", "logs", "benchmarks", "regions.tsv",
-                   "reference", "storage", ".tiers"}
+                   "reference", "simple_repeat", "storage", ".tiers"}
 
 
 def test_each_work_dir_job_reports_its_own_node_local_peak(pipeline_run, testdata):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from genomon_smk.plan.gene_annotation import check_gene_annotation
 from genomon_smk.plan.rules import FACTS
 from genomon_smk.plan.setup_build import ReferencePlan, input_key, stem
+from genomon_smk.tools.annotate.genes import CHROMOSOME_1, chromosome_1
 
 MODES = ("ind", "full")
 # The tables the tool's `background` command writes (genomon_smk.tools.pmsignature Mode.table_name):
@@ -27,8 +28,7 @@ MODES = ("ind", "full")
 BACKGROUND_TABLES = ("bg.ind5_dir.txt", "bg.ind5.txt", "bg.full3.txt")
 # Names of annot_utils' refGene tables, and the length of their genome's first chromosome: the
 # default annotation is refused for a reference of another genome.
-BUILT_IN_ANNOTATIONS = {"hg19": 249250621, "GRCh37": 249250621, "hg38": 248956422, "GRCh38": 248956422,
-                        "mm10": 195471971}
+BUILT_IN_ANNOTATIONS = CHROMOSOME_1
 # The post-analysis cases whose filtered tables paplot draws (and pmsignature reads), by Genomon's
 # [paplot] include flags.
 DRAWN = {
@@ -169,8 +169,7 @@ def annotation_problems(plan: Plan, value: str, contigs: list[tuple[str, int]]) 
         if not os.path.isfile(plan.annotation):
             return [f"{value} names annot_utils' refGene table, which is not installed (bin/install puts it "
                     f"into .venv-sv/); or give a genePred or GTF file"]
-        lengths = dict(contigs)
-        first = next((lengths[name] for name in ("1", "chr1") if name in lengths), None)
+        first = chromosome_1(contigs)
         if first != BUILT_IN_ANNOTATIONS[value]:
             found = f"its chromosome 1 is {first:,} bp" if first else "it has no chromosome 1 (or chr1)"
             return [f"{value} is the refGene table of a genome whose chromosome 1 is "

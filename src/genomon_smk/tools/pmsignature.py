@@ -54,7 +54,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import logging
 import math
@@ -75,6 +74,7 @@ import numpy as np  # noqa: E402
 
 from genomon_smk import tool_version  # noqa: E402
 from genomon_smk.fileio import open_text  # noqa: E402
+from genomon_smk.tools.annotate.genes import BUILTIN_NAMES, builtin_table  # noqa: E402
 
 LOG = logging.getLogger("pmsignature")
 
@@ -99,7 +99,6 @@ LL_FLOOR = 1e-10        # LL terms with a smaller mixture probability are skippe
 DENSE_BLOCK = 64        # samples per block of the dense E step
 
 #: where bin/install puts annot_utils' UCSC tables (the SV tools' venv)
-ANNOT_UTILS_GLOB = ".venv-sv/lib/python3*/site-packages/annot_utils/data/{genome}/refGene.txt.gz"
 
 
 # ----------------------------------------------------------------------------- modes
@@ -290,20 +289,12 @@ def read_annotation(path: str, resolve: Callable[[str], str | None], kind: str) 
 
 def annot_utils_refgene(genome_id: str, roots: Sequence[Path] | None = None) -> str:
     """Path of annot_utils' UCSC refGene table for hg19/hg38/mm10 (installed in .venv-sv)."""
-    roots = roots or [Path(__file__).resolve().parents[3], Path.cwd()]
-    for root in roots:
-        hits = sorted(glob.glob(str(root / ANNOT_UTILS_GLOB.format(genome=genome_id))))
-        if hits:
-            return hits[0]
-    raise FileNotFoundError(f"no annot_utils refGene table for {genome_id!r} under "
-                            f"{', '.join(map(str, roots))} (bin/install makes .venv-sv/)")
+    return str(builtin_table(genome_id, roots))
 
 
 def resolve_annotation(value: str) -> str:
     """An annotation path, or hg19/hg38/mm10 for annot_utils' refGene table."""
-    if value in ("hg19", "GRCh37", "hg38", "GRCh38", "mm10"):
-        return annot_utils_refgene({"GRCh37": "hg19", "GRCh38": "hg38"}.get(value, value))
-    return value
+    return annot_utils_refgene(value) if value in BUILTIN_NAMES else value
 
 
 # ----------------------------------------------------------------------------- input

@@ -60,15 +60,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 from genomon_smk.plan.reference import reference_files, sequence_bytes  # noqa: E402
 from genomon_smk.plan.regions import derive_regions  # noqa: E402
-from genomon_smk.plan.stage_plan import CohortShape, total_jobs  # noqa: E402
+from genomon_smk.plan.stage_plan import GRCH37, CohortShape, total_jobs  # noqa: E402
 
-GRCH37 = [
-    ("1", 249250621), ("2", 243199373), ("3", 198022430), ("4", 191154276), ("5", 180915260),
-    ("6", 171115067), ("7", 159138663), ("8", 146364022), ("9", 141213431), ("10", 135534747),
-    ("11", 135006516), ("12", 133851895), ("13", 115169878), ("14", 107349540), ("15", 102531392),
-    ("16", 90354753), ("17", 81195210), ("18", 78077248), ("19", 59128983), ("20", 63025520),
-    ("21", 48129895), ("22", 51304566), ("X", 155270560), ("Y", 59373566), ("MT", 16569),
-]
 PAPER_CHUNKS, PAPER_REGIONS, PAPER_PACK_BP = 2712, 87, 1_000_000
 
 

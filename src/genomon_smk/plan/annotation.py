@@ -25,7 +25,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from genomon_smk.tools.annotate.genes import CHROMOSOME_1, chromosome_1
+from genomon_smk.tools.annotate.genes import CHROMOSOME_1, builtin_table, chromosome_1
 
 # ANNOVAR's refGene columns, after Alt, in table_annovar's order.
 GENE_COLUMNS = ("Func.refGene", "Gene.refGene", "GeneDetail.refGene", "ExonicFunc.refGene", "AAChange.refGene")
@@ -73,10 +73,8 @@ def built_in_for(contigs: list[tuple[str, int]]) -> str | None:
 
 def built_in_path(name: str) -> str | None:
     """annot_utils' refGene table of a built-in name (None when it is not installed)."""
-    from genomon_smk.tools.pmsignature import resolve_annotation
-
     try:
-        return resolve_annotation(name)
+        return str(builtin_table(name))
     except FileNotFoundError:
         return None
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from genomon_smk.plan.gene_annotation import check_gene_annotation
 from genomon_smk.plan.rules import FACTS
 from genomon_smk.plan.setup_build import ReferencePlan, input_key, stem
-from genomon_smk.tools.annotate.genes import CHROMOSOME_1, chromosome_1
+from genomon_smk.tools.annotate.genes import CHROMOSOME_1, builtin_table, chromosome_1
 
 MODES = ("ind", "full")
 # The tables the tool's `background` command writes (genomon_smk.tools.pmsignature Mode.table_name):
@@ -136,10 +136,8 @@ def plan_pmsignature(config: dict, cases: list[str], reference: ReferencePlan, r
     settings = config["pmsignature"]
     value = settings["annotation"]
     if value in BUILT_IN_ANNOTATIONS:
-        from genomon_smk.tools.pmsignature import resolve_annotation
-
         try:
-            annotation = resolve_annotation(value)
+            annotation = str(builtin_table(value))
         except FileNotFoundError:
             annotation = value  # refused by annotation_problems
     else:

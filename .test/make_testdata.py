@@ -2,7 +2,7 @@
 """Deterministic tumor/normal/panel-of-normals test data for genomon-smk.
 
 Usage:
-    make_testdata.py OUTDIR --preset test|bench [--seed N] [--simulator art|wgsim]
+    make_testdata.py OUTDIR --preset test|bench|bench100 [--seed N] [--simulator art|wgsim]
 
 Builds, from real human sequence (GRCh37 chr20 shipped by Debian ``vt-examples``):
 
@@ -70,6 +70,12 @@ PRESETS = {
                   somatic_snvs=500, somatic_indels=60, artifacts=60, tumor_lanes=2,
                   hotspots=dict(planted=60, decoy=30, germline=10),
                   svs=dict(deletion=10, tandem_duplication=10, inversion=10, translocation=2)),
+    # The bench's second data shape (issue 39): shorter reads, a deeper tumor.
+    "bench100": dict(windows=(2_500_000, 1_500_000, 1_000_000), read_length=100, fragment_mean=300,
+                     fragment_sd=30, coverage=dict(tumor=60, normal=30, pon=20),
+                     somatic_snvs=500, somatic_indels=60, artifacts=60, tumor_lanes=2,
+                     hotspots=dict(planted=60, decoy=30, germline=10),
+                     svs=dict(deletion=10, tandem_duplication=10, inversion=10, translocation=2)),
 }
 
 # Germline pool density and the spacing rules for placing variants.

@@ -141,7 +141,7 @@ def snakemake_only_in_slow_tests(request, monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", Popen)
 
 
-# --- how the pytest-xdist workers share the work (bin/test: `pytest -n 3 --dist loadscope`: a
+# --- how the pytest-xdist workers share the work (bin/test: `pytest -n 4 --dist loadscope`: a
 # module is one unit, so its module-scoped fixtures are made once and one worker has the Slurm)
 
 # The modules that take longest, longest first (--durations of the whole suite, 2026-11-27), so

@@ -141,7 +141,7 @@ def snakemake_only_in_slow_tests(request, monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", Popen)
 
 
-# --- how the pytest-xdist workers share the work (bin/test: `pytest -n 3 --dist loadscope`: a
+# --- how the pytest-xdist workers share the work (bin/test: `pytest -n 4 --dist loadscope`: a
 # module is one unit, so its module-scoped fixtures are made once and one worker has the Slurm)
 
 # The modules that take longest, longest first (--durations of the whole suite, 2026-11-27), so
@@ -151,8 +151,8 @@ def snakemake_only_in_slow_tests(request, monkeypatch):
 # modules not named here follow: those with WORKER_ORDER's marks first, in that order, then the
 # rest in collection order.
 UNIT_ORDER = (
-    "test_slurm.py", "test_pjm_workflow.py", "test_scenarios.py", "test_install_user.py", "test_pjm_allocation.py",
-    "test_faults.py", "test_cohort_scale.py", "test_other_snakemake.py", "test_isolation.py", "test_mutation_workflow.py", "test_pjm_emulator.py", "test_sv.py", "test_setup_build.py",
+    "test_slurm.py", "test_pjm_workflow.py", "test_scenarios.py", "test_install_user.py", "test_scenarios_normals.py",
+    "test_pjm_allocation.py", "test_faults.py", "test_cohort_scale.py", "test_other_snakemake.py", "test_isolation.py", "test_mutation_workflow.py", "test_pjm_emulator.py", "test_sv.py", "test_setup_build.py",
     "test_bai_merge.py", "test_priorities.py", "test_panel_power.py", "test_scatter.py", "test_genomon_sheet.py",
 )
 WORKER_ORDER = ("slurm", "pjm", "workflow")

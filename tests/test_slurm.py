@@ -17,6 +17,7 @@ left behind.
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -176,8 +177,43 @@ include: "RETRIES"
 """
 
 
-@pytest.mark.timeout(420)
-def test_slurm_retry_grows_the_time_or_memory_a_job_was_short_of_and_does_not_rerun_a_tool_error(slurm, tmp_path):
+@pytest.fixture(scope="module")
+def retry_run(slurm, tmp_path_factory):
+    """The run of RETRY_SNAKEFILE, started once and left to run: its jobs mostly wait (for Slurm's
+    1-minute time limit, then a 75 s sleep), so it runs beside the profile runs (started_early,
+    below) and the retry test collects it. (directory, process, log, monotonic start time)."""
+    directory = tmp_path_factory.mktemp("retry")
+    (directory / "Snakefile").write_text(
+        RETRY_SNAKEFILE.replace("RETRIES", str(REPO / "workflow" / "rules" / "retries.smk")))
+    proc, log_path = start_interruptible(
+        ["--executor", "slurm", "--jobs", "3", "--retries", "1", "--keep-going", "--slurm-status-command", "squeue",
+         "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
+         "--latency-wait", "5", "--default-resources", "slurm_partition=debug", "runtime=5"],
+        cwd=directory)
+    yield directory, proc, log_path, time.monotonic()
+    if proc.poll() is None:  # not collected (the retry test failed early): SIGINT cancels its jobs
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(autouse=True)
+def started_early(request):
+    """The retry run starts with this module's first test when the retry test is selected: it
+    overlaps the profile runs instead of adding its minutes after them (its jobs take one CPU
+    each and mostly sleep; the profile runs' jobs share the node's two with them)."""
+    if any(item.name.startswith(RETRY_TEST) for item in request.session.items):
+        request.getfixturevalue("retry_run")
+
+
+RETRY_TEST = "test_slurm_retry_grows"
+
+
+@pytest.mark.timeout(600)
+def test_slurm_retry_grows_the_time_or_memory_a_job_was_short_of_and_does_not_rerun_a_tool_error(retry_run):
     """A job Slurm ends at its time limit is retried with twice the run time and succeeds; a job
     Slurm kills for using more memory than it asked for is retried with twice the memory and
     succeeds; a job whose tool fails is not run again (its second attempt ends at once with the
@@ -186,13 +222,9 @@ def test_slurm_retry_grows_the_time_or_memory_a_job_was_short_of_and_does_not_re
     each step every second (OverMemoryKill) and reports the job FAILED with `exceeded memory
     limit` in its log, which is read like the OUT_OF_MEMORY state a cgroup cluster reports
     (tests/test_retries.py)."""
-    (tmp_path / "Snakefile").write_text(
-        RETRY_SNAKEFILE.replace("RETRIES", str(REPO / "workflow" / "rules" / "retries.smk")))
-    rc, output = run_interruptible(
-        ["--executor", "slurm", "--jobs", "3", "--retries", "1", "--keep-going", "--slurm-status-command", "squeue",
-         "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
-         "--latency-wait", "5", "--default-resources", "slurm_partition=debug", "runtime=5"],
-        cwd=tmp_path, timeout=400)
+    tmp_path, proc, log_path, started = retry_run
+    # 400 s from its start by itself; beside the profile runs its jobs may wait for the node.
+    rc, output = finish_interruptible(proc, log_path, timeout=max(600 - (time.monotonic() - started), 1))
     assert rc != 0, output[-3000:]  # the broken rule fails for good
     assert (tmp_path / "grown.txt").exists(), output[-5000:]
     # Submitted with 400 MB, killed (the job's Snakemake and the tool are over it), resubmitted

@@ -20,11 +20,13 @@ import operator
 import shlex
 import subprocess
 import sys
-
-import pysam
+from typing import TYPE_CHECKING
 
 import genomon_smk
 from genomon_smk.tools import mutil
+
+if TYPE_CHECKING:
+    import pysam
 
 PAIR_COLUMNS = (
     "Chr Start End Ref Alt depth_tumor variantNum_tumor depth_normal variantNum_normal bases_tumor bases_normal "
@@ -141,6 +143,8 @@ def vcf_header(contigs: list[tuple[str, int]], samples: list[str], columns: list
     """The VCF header: contigs, `##reference`, `##source`, the INFO/FORMAT fields of the columns,
     and with thresholds, one FILTER per mutil threshold a call can fail; `HS` with a hotspot
     call or database."""
+    import pysam  # the VCFs' (the filter_mutation job's), not the merge's: that job starts sooner
+
     header = pysam.VariantHeader()
     header.add_line(f"##source=genomon-smk {source_version()}")
     if reference:
@@ -201,6 +205,8 @@ def write_vcf(result_path: str, fasta_path: str, vcf_path: str, tumor: str, norm
     `mutil filter` with those options keeps. A record gets `HS` when hotspotCall called it or
     its (Chr, Start, End, Ref, Alt) is in the hotspot database (hotspot_db, or the one named
     by filter_params): the rows the database rescued are flagged too."""
+    import pysam
+
     fasta = pysam.FastaFile(fasta_path)
     contigs = list(zip(fasta.references, fasta.lengths))
     with open(result_path) as handle:

@@ -368,3 +368,21 @@ def test_a_failing_samtools_fails_the_pileup_and_leaves_no_process_waiting(datas
     work.mkdir()
     with pytest.raises(RuntimeError, match="samtools mpileup failed"):
         list(ebfilter.pileup_sites(chrom, [1, 10, 100, 1000, 5000], bams, 20, 15, flags, 0, str(work)))
+
+
+def test_without_fifos_mpileup_reads_the_bams_and_gives_the_same_lines(dataset, tmp_path, monkeypatch):
+    bams = [dataset["tumor"], *dataset["controls"]]
+    sites = sorted({ebfilter.anno_pileup_position(int(row.split("\t")[1]), None) for row in dataset["expected"]})
+    chrom = next(iter(dataset["expected"])).split("\t")[0]
+    flags = "UNMAP,SECONDARY,QCFAIL,DUP"
+    (tmp_path / "fifos").mkdir()
+    streamed = list(ebfilter.pileup_sites(chrom, sites, bams, 20, 15, flags, 0, str(tmp_path / "fifos")))
+
+    def no_fifo(path):
+        raise OSError("no FIFOs here")
+
+    monkeypatch.setattr(ebfilter.os, "mkfifo", no_fifo)
+    (tmp_path / "files").mkdir()
+    direct = list(ebfilter.pileup_sites(chrom, sites, bams, 20, 15, flags, 0, str(tmp_path / "files")))
+    assert direct == streamed and len(streamed) >= 5
+    assert (tmp_path / "files" / "bams.txt").read_text().split() == bams

@@ -279,21 +279,28 @@ def pileup_sites(contig: str, positions: Sequence[int], bams: Sequence[str], map
     bam_list = os.path.join(workdir, "bams.txt")
     fifos = [os.path.join(workdir, f"reads.{index}.bam") for index in range(len(bams))]
     if not os.path.exists(bam_list):
-        for fifo in fifos:
-            os.mkfifo(fifo)
+        try:
+            for fifo in fifos:
+                os.mkfifo(fifo)
+        except OSError:  # a file system without FIFOs: mpileup reads the BAMs themselves
+            listed = bams
+        else:
+            listed = fifos
         with open(bam_list, "w") as handle:
-            handle.write("".join(f"{fifo}\n" for fifo in fifos))
+            handle.write("".join(f"{path}\n" for path in listed))
+    with open(bam_list) as handle:
+        streamed = handle.read().split("\n")[:len(fifos)] == fifos
     bed = os.path.join(workdir, "sites.bed")
     for first, last in plan_windows(positions, max_gap):
         with open(bed, "w") as handle:
             handle.write("".join(f"{contig}\t{p - 1}\t{p}\n" for p in sorted(set(positions)) if first <= p <= last))
         window = f"{contig}:{first}-{last}"
-        command = mpileup_command(bam_list, bed, None, mapq, bq, flags)
+        command = mpileup_command(bam_list, bed, None if streamed else window, mapq, bq, flags)
         LOG.debug("running %s", " ".join(command))
         # stderr goes to a file: a chatty samtools must not block on a full pipe
         with tempfile.TemporaryFile(mode="w+", dir=workdir) as errors:
             readers = [subprocess.Popen(site_reads_command(bam, bed, window, fifo), stderr=errors)
-                       for bam, fifo in zip(bams, fifos)]
+                       for bam, fifo in zip(bams, fifos) if streamed]
             proc = None
             try:
                 with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True) as proc:

@@ -349,21 +349,22 @@ def test_uncovered_site_scores_zero():
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("broken", ["mpileup", "a BAM"])
+@pytest.mark.parametrize("broken", ["mpileup", "a BAM", "a contig"])
 def test_a_failing_samtools_fails_the_pileup_and_leaves_no_process_waiting(dataset, tmp_path, broken):
     """The BAMs' records reach mpileup through FIFOs: when mpileup fails (before it opens them:
-    a bad option) or a reader does (a truncated BAM), the pileup fails and no reader is left."""
+    a bad option) or a reader does (a truncated BAM), or the sites are on a contig the BAMs do not
+    have (as mpileup -r failed), the pileup fails and no reader is left."""
     bams = [dataset["tumor"], *dataset["controls"]]
     flags = "UNMAP,SECONDARY,QCFAIL,DUP"
     if broken == "mpileup":
         flags = "NO_SUCH_FLAG"
-    else:
+    elif broken == "a BAM":
         truncated = tmp_path / "truncated.bam"
         data = open(bams[1], "rb").read()
         truncated.write_bytes(data[: len(data) // 2])
         os.symlink(ebfilter.find_index(bams[1]), str(truncated) + ".bai")
         bams[1] = str(truncated)
-    chrom = next(iter(dataset["expected"])).split("\t")[0]
+    chrom = "chrNotInTheBams" if broken == "a contig" else next(iter(dataset["expected"])).split("\t")[0]
     work = tmp_path / "work"
     work.mkdir()
     with pytest.raises(RuntimeError, match="samtools mpileup failed"):

@@ -315,9 +315,13 @@ def pileup_sites(contig: str, positions: Sequence[int], bams: Sequence[str], map
                         reader.kill()
                     reader.wait()
             failed = [process.returncode for process in (proc, *readers) if process.returncode]
+            errors.seek(0)
             if failed:
-                errors.seek(0)
                 raise RuntimeError(f"samtools mpileup failed ({failed[0]}): {errors.read().strip()}")
+            # a contig a BAM does not have: `view` warns and goes on, mpileup -r WINDOW failed
+            unknown = [line for line in errors.read().splitlines() if "unknown reference name" in line]
+            if unknown:
+                raise RuntimeError(f"samtools mpileup failed: {unknown[0]}")
 
 
 @dataclass(frozen=True)

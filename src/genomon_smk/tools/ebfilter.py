@@ -17,7 +17,10 @@ The pileup runs as ONE ``samtools mpileup -B -d 10000000 -q Q -Q BQ --ff FLAGS -
 -l sites.bed -r WINDOW`` over tumor + controls per window: with ``--loption`` a window is
 a whole contig (clipped to ``--region``) holding candidates; without it, candidates
 farther than :data:`MAX_GAP_WITHOUT_LOPTION` apart get separate windows (upstream ran
-one ``-r pos`` process per site instead). Scores do not depend on the windowing.
+one ``-r pos`` process per site instead). Scores do not depend on the windowing. Each BAM's
+records over the window's sites reach mpileup through a FIFO from ``samtools view -M -L
+sites.bed`` (mpileup then has no ``-r``): the same lines, without inflating the records between
+sites (:func:`pileup_sites`).
 
 Deliberate differences from upstream Genomon (docs/differences.md): one mpileup per window
 instead of per site (the same scores); ``#`` lines of an anno target are dropped and

@@ -1,5 +1,6 @@
 """EBFilter end to end on tiny BAMs with known per-strand counts, plus its counting rules."""
 
+import os
 import random
 import subprocess
 import sys
@@ -345,3 +346,44 @@ def test_uncovered_site_scores_zero():
     counts = ebfilter.count_sample(*empty, VariantKey("snv", "A"), 15, is_control=False)
     assert counts == (0, 0, 0, 0)
     assert betabinom.format_score(ebfilter.score_counts(counts, [counts] * 3)) == "0"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("broken", ["mpileup", "a BAM", "a contig"])
+def test_a_failing_samtools_fails_the_pileup_and_leaves_no_process_waiting(dataset, tmp_path, broken):
+    """The BAMs' records reach mpileup through FIFOs: when mpileup fails (before it opens them:
+    a bad option) or a reader does (a truncated BAM), or the sites are on a contig the BAMs do not
+    have (as mpileup -r failed), the pileup fails and no reader is left."""
+    bams = [dataset["tumor"], *dataset["controls"]]
+    flags = "UNMAP,SECONDARY,QCFAIL,DUP"
+    if broken == "mpileup":
+        flags = "NO_SUCH_FLAG"
+    elif broken == "a BAM":
+        truncated = tmp_path / "truncated.bam"
+        data = open(bams[1], "rb").read()
+        truncated.write_bytes(data[: len(data) // 2])
+        os.symlink(ebfilter.find_index(bams[1]), str(truncated) + ".bai")
+        bams[1] = str(truncated)
+    chrom = "chrNotInTheBams" if broken == "a contig" else next(iter(dataset["expected"])).split("\t")[0]
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(RuntimeError, match="samtools mpileup failed"):
+        list(ebfilter.pileup_sites(chrom, [1, 10, 100, 1000, 5000], bams, 20, 15, flags, 0, str(work)))
+
+
+def test_without_fifos_mpileup_reads_the_bams_and_gives_the_same_lines(dataset, tmp_path, monkeypatch):
+    bams = [dataset["tumor"], *dataset["controls"]]
+    sites = sorted({ebfilter.anno_pileup_position(int(row.split("\t")[1]), None) for row in dataset["expected"]})
+    chrom = next(iter(dataset["expected"])).split("\t")[0]
+    flags = "UNMAP,SECONDARY,QCFAIL,DUP"
+    (tmp_path / "fifos").mkdir()
+    streamed = list(ebfilter.pileup_sites(chrom, sites, bams, 20, 15, flags, 0, str(tmp_path / "fifos")))
+
+    def no_fifo(path):
+        raise OSError("no FIFOs here")
+
+    monkeypatch.setattr(ebfilter.os, "mkfifo", no_fifo)
+    (tmp_path / "files").mkdir()
+    direct = list(ebfilter.pileup_sites(chrom, sites, bams, 20, 15, flags, 0, str(tmp_path / "files")))
+    assert direct == streamed and len(streamed) >= 5
+    assert (tmp_path / "files" / "bams.txt").read_text().split() == bams

@@ -132,3 +132,42 @@ def test_the_vcf_command_logs_as_the_filter_mutation_step(tmp_path, capsys):
     assert merge_mutation.main(["vcf", "--result", str(result), "--reference", str(fasta),
                                 "--out", str(tmp_path / "all.vcf.gz"), "--tumor", "T", "--normal", "N"]) == 0
     assert capsys.readouterr().out == "filter_mutation: 3 VCF records in all.vcf.gz\n"
+
+
+def vcf_lines(path):
+    """A bgzipped VCF's records (its header has no date: the same for the same rows)."""
+    with pysam.VariantFile(str(path)) as vcf:
+        return str(vcf.header), [str(record) for record in vcf]
+
+
+@pytest.mark.parametrize("mutil_command", ["builtin", "command"])
+def test_the_filter_command_is_mutil_filter_and_both_vcf_commands(tmp_path, capsys, mutil_command):
+    """`filter` (the filter_mutation job in one process) writes what `mutil filter` and the two
+    `vcf` commands wrote, with genomon-smk's mutil in its process or another mutil as a command."""
+    fasta, result = make_inputs(tmp_path)
+    options = PARAMS
+    assert mutil.main(["filter", "-i", str(result), "-o", str(tmp_path / "expected.filt.txt"), *options]) == 0
+    write_vcf(str(tmp_path / "expected.filt.txt"), str(fasta), str(tmp_path / "expected.filt.vcf.gz"), "T", "N")
+    write_vcf(str(result), str(fasta), str(tmp_path / "expected.vcf.gz"), "T", "N", options)
+    command = ([] if mutil_command == "builtin"
+               else ["--mutil-command", f"{sys.executable} -m genomon_smk.tools.mutil"])
+    capsys.readouterr()
+    assert merge_mutation.main(["filter", "--result", str(result), "--filtered", str(tmp_path / "filt.txt"),
+                                "--mutil-options", " ".join(options), *command, "--reference", str(fasta),
+                                "--out", str(tmp_path / "filt.vcf.gz"), "--all-vcf", str(tmp_path / "all.vcf.gz"),
+                                "--tumor", "T", "--normal", "N", "--hotspot-db", ""]) == 0
+    assert (tmp_path / "filt.txt").read_text() == (tmp_path / "expected.filt.txt").read_text()
+    assert vcf_lines(tmp_path / "filt.vcf.gz") == vcf_lines(tmp_path / "expected.filt.vcf.gz")
+    assert vcf_lines(tmp_path / "all.vcf.gz") == vcf_lines(tmp_path / "expected.vcf.gz")
+    assert len(records(tmp_path / "filt.vcf.gz")) == 1 and len(records(tmp_path / "all.vcf.gz")) == 3
+    assert capsys.readouterr().out.splitlines() == ["filter_mutation: 1 VCF records in filt.vcf.gz",
+                                                    "filter_mutation: 3 VCF records in all.vcf.gz"]
+
+
+def test_the_filter_command_fails_with_its_mutil(tmp_path, capsys):
+    fasta, result = make_inputs(tmp_path)
+    assert merge_mutation.main(["filter", "--result", str(result), "--filtered", str(tmp_path / "filt.txt"),
+                                "--mutil-command", "false", "--reference", str(fasta), "--out", str(tmp_path / "f.vcf.gz"),
+                                "--all-vcf", str(tmp_path / "all.vcf.gz"), "--tumor", "T"]) == 1
+    assert "failed with exit status 1" in capsys.readouterr().err
+    assert not (tmp_path / "f.vcf.gz").exists()

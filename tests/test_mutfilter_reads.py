@@ -85,3 +85,28 @@ def test_the_oldest_windows_go_when_too_many_reads_are_kept():
     assert cache.find(CHROM, edge + 5, edge + 20).start == edge == cache.find(CHROM, edge + 30, edge + 40).start
     assert cache.find(CHROM, edge + 30, edge + 60) is None and cache.find("chr2", edge + 30, edge + 40) is None
     assert [window.start for window in cache.windows] == [100, 200, edge] and sum(map(len, cache.by_bucket.values())) == 4
+
+
+@pytest.mark.parametrize("queries", [
+    [(1000, 1001), (980, 1020), (1200, 1201), (1199, 1200), (640, 660), (0, 1), (2990, 3000)],
+    [(500, 501), (520, 560), (1500, 1501)],
+])
+def test_prefetched_windows_give_what_a_fetch_gives_without_fetching(bam, queries, monkeypatch):
+    """prefetch (one samtools view -M of many windows) fills the windows a first query would
+    fetch: every later query, inside them, is answered from memory with the fetch's records."""
+    windows = [(max(0, start - reads.PAD), end + reads.PAD) for start, end in queries]
+    expected = {query: names(bam.fetch(CHROM, *query)) for query in queries + windows}
+    reads.prefetch(bam, [(CHROM, start, end) for start, end in queries])
+    cache = next(iter(reads._CACHES.values()))
+    assert len(cache.windows) == len(set(windows))
+    monkeypatch.setattr(reads, "Window", None)  # a query that is not answered from memory fails
+    for query in queries + windows:
+        assert names(reads.overlapping(bam, CHROM, *query)) == expected[query]
+
+
+def test_prefetch_leaves_out_the_windows_in_memory(bam, monkeypatch):
+    reads.overlapping(bam, CHROM, 500, 501)
+    started = []
+    monkeypatch.setattr(reads.subprocess, "Popen", lambda *args, **kwargs: started.append(args) or 1 / 0)
+    reads.prefetch(bam, [(CHROM, 500 - reads.PAD, 501 + reads.PAD)])
+    assert started == []

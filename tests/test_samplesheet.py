@@ -1,6 +1,7 @@
 """Cohort input: the TSV tables and Genomon's sample sheet, and every check a schema cannot make."""
 
 import gzip
+import os
 import re
 from pathlib import Path
 
@@ -314,3 +315,34 @@ def test_a_name_ending_in_a_long_repeat_is_refused_at_its_line_before_snakemake_
                      f"[mutation_call]\ntumor,{name},None\n")
     with pytest.raises(InputError, match=rf"^{sheet}:3: field 'sample': '{name}' ends in 30 repeats"):
         load_cohort(SCHEMAS, genomon_sample_sheet=str(sheet))
+
+
+def test_the_config_schema_as_json_validates_and_sets_defaults_as_the_yaml(tmp_path):
+    """Snakemake's validate reads the schema's JSON copy (kept under the YAML's digest, made once)
+    with the same result: the same defaults set, the same refusals."""
+    import copy
+
+    import yaml
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    from genomon_smk.plan.samplesheet import load_schema, schema_as_json
+
+    schemas = Path(__file__).resolve().parents[1] / "workflow" / "schemas"
+    schema_yaml = str(schemas / "config.schema.yaml")
+    path = schema_as_json(load_schema(str(schemas), "config"), schema_yaml, str(tmp_path / "cache"))
+    assert path.endswith(".json") and os.path.dirname(path) == str(tmp_path / "cache")
+    assert schema_as_json({"changed": True}, schema_yaml, str(tmp_path / "cache")) == path  # made once
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
+    by_yaml, by_json = copy.deepcopy(config), copy.deepcopy(config)
+    validate(by_yaml, schema_yaml, set_default=True)
+    validate(by_json, path, set_default=True)
+    assert by_json == by_yaml and by_json != config  # defaults were set, the same ones
+    bad = dict(config, split={"chunks": "many"})
+    for schema in (schema_yaml, path):
+        with pytest.raises(WorkflowError):
+            validate(copy.deepcopy(bad), schema, set_default=True)
+    # where no copy can be written, or the schema holds what JSON has not: the YAML file
+    (tmp_path / "file").write_text("")
+    assert schema_as_json({"a": 1}, schema_yaml, str(tmp_path / "file" / "cache")) == schema_yaml
+    assert schema_as_json({"a": {1, 2}}, schema_yaml, str(tmp_path / "other")) == schema_yaml

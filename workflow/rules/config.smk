@@ -51,7 +51,12 @@ from genomon_smk.plan.setup_build import (
     simple_repeat_table_problems,
 )
 from genomon_smk.plan.rules import AUTO, FACTS, PRIORITIES
-from genomon_smk.plan.samplesheet import InputError, load_cohort, load_schema
+from genomon_smk.plan.samplesheet import (
+    InputError,
+    load_cohort,
+    load_schema,
+    schema_as_json,
+)
 from genomon_smk.steps.fastq_split import chunk_name
 from genomon_smk.steps.post_analysis import case_of
 
@@ -111,6 +116,12 @@ def refuse_if_any(warnings=()):
 
 
 CONFIG_SCHEMA = load_schema(str(SCHEMAS), "config")
+# The same schema as JSON for Snakemake's validate below (made before anything reads the dict).
+CONFIG_SCHEMA_JSON = schema_as_json(
+    CONFIG_SCHEMA,
+    str(SCHEMAS / "config.schema.yaml"),
+    os.path.abspath(".snakemake/genomon-smk"),
+)
 # A Genomon site's dna_genomon.cfg (config genomon_config): its keys under the YAML config's,
 # which override it key by key; what it holds without a counterpart here is listed in the plan.
 GENOMON = None
@@ -161,7 +172,7 @@ REFUSALS.extend(
     )
 )
 refuse_if_any()
-validate(config, SCHEMAS / "config.schema.yaml", set_default=True)
+validate(config, CONFIG_SCHEMA_JSON, set_default=True)
 # The mutation tools' options by their own parsers: in the process that plans, not in each job.
 if MAIN_PROCESS and config["mutation_tools"] == "builtin":
     REFUSALS.extend(

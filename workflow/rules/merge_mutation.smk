@@ -97,15 +97,15 @@ rule filter_mutation:
             if PAIRS[wildcards.tumor].normal
             else ""
         ),
+        # genomon-smk's own mutil runs in the job's one process (steps.merge_mutation filter).
         mutil_tool=TOOLS["mutil"],
     shell:
         """
         (
-            {params.mutil_tool} filter -i {input.result:q} -o {output.filtered:q} {params.mutil}
-            genomon_python -m genomon_smk.steps.merge_mutation vcf --result {output.filtered:q} --reference {input.reference:q} \
-                --out {output.vcf:q} --tumor {wildcards.tumor} {params.normal} --hotspot-db {input.hotspot_db:q}
-            genomon_python -m genomon_smk.steps.merge_mutation vcf --result {input.result:q} --reference {input.reference:q} \
-                --out {output.all_vcf:q} --tumor {wildcards.tumor} {params.normal} --filter-params {params.mutil:q}
+            genomon_python -m genomon_smk.steps.merge_mutation filter --result {input.result:q} \
+                --filtered {output.filtered:q} --mutil-command={params.mutil_tool:q} --mutil-options={params.mutil:q} \
+                --reference {input.reference:q} --out {output.vcf:q} --all-vcf {output.all_vcf:q} \
+                --tumor {wildcards.tumor} {params.normal} --hotspot-db {input.hotspot_db:q}
         ) >{log:q} 2>&1
         """
 

@@ -20,11 +20,13 @@ import operator
 import shlex
 import subprocess
 import sys
-
-import pysam
+from typing import TYPE_CHECKING
 
 import genomon_smk
 from genomon_smk.tools import mutil
+
+if TYPE_CHECKING:
+    import pysam
 
 PAIR_COLUMNS = (
     "Chr Start End Ref Alt depth_tumor variantNum_tumor depth_normal variantNum_normal bases_tumor bases_normal "
@@ -141,6 +143,8 @@ def vcf_header(contigs: list[tuple[str, int]], samples: list[str], columns: list
     """The VCF header: contigs, `##reference`, `##source`, the INFO/FORMAT fields of the columns,
     and with thresholds, one FILTER per mutil threshold a call can fail; `HS` with a hotspot
     call or database."""
+    import pysam  # the VCFs' (the filter_mutation job's), not the merge's: that job starts sooner
+
     header = pysam.VariantHeader()
     header.add_line(f"##source=genomon-smk {source_version()}")
     if reference:
@@ -201,6 +205,8 @@ def write_vcf(result_path: str, fasta_path: str, vcf_path: str, tumor: str, norm
     `mutil filter` with those options keeps. A record gets `HS` when hotspotCall called it or
     its (Chr, Start, End, Ref, Alt) is in the hotspot database (hotspot_db, or the one named
     by filter_params): the rows the database rescued are flagged too."""
+    import pysam
+
     fasta = pysam.FastaFile(fasta_path)
     contigs = list(zip(fasta.references, fasta.lengths))
     with open(result_path) as handle:
@@ -264,6 +270,32 @@ def add_vcf_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     return parser
 
 
+#: the filter_mutation job's `mutil` when it is genomon-smk's own (rules/paths.smk, mutation_tools)
+BUILTIN_MUTIL = ["genomon_python", "-m", "genomon_smk.tools.mutil"]
+
+
+def final_filter(args: argparse.Namespace) -> int:
+    """The filter_mutation job in one process: `mutil filter` (genomon-smk's in this process,
+    upstream's as its command), then the VCF of the filtered rows and the VCF of every row. Each
+    step as its own command would be: three interpreter starts, each importing pysam."""
+    options = shlex.split(args.mutil_options)
+    argv = ["filter", "-i", args.result, "-o", args.filtered, *options]
+    command = shlex.split(args.mutil_command)
+    if command == BUILTIN_MUTIL:
+        status = mutil.main(argv)
+    else:
+        status = subprocess.run([*command, *argv]).returncode
+    if status:
+        print(f"filter_mutation: {shlex.join([*command, *argv])} failed with exit status {status}",
+              file=sys.stderr)
+        return status
+    for result, out, filter_params, hotspot_db in ((args.filtered, args.out, None, args.hotspot_db),
+                                                   (args.result, args.all_vcf, options, None)):
+        records = write_vcf(result, args.reference, out, args.tumor, args.normal, filter_params, hotspot_db or None)
+        print(f"filter_mutation: {records} VCF records in {os.path.basename(out)}", flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Merge Genomon mutation results of one pair.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -280,7 +312,16 @@ def main(argv=None) -> int:
     vcf = add_vcf_arguments(commands.add_parser("vcf", help="filtered result -> bgzipped, indexed VCF"))
     vcf.add_argument("--filter-params", metavar="OPTIONS",
                      help="mutil filter options (one string): FILTER names the thresholds each call fails")
+    final = add_vcf_arguments(commands.add_parser(
+        "filter", help="the final filter (mutil filter) and the VCFs of its rows and of every row"))
+    final.add_argument("--filtered", required=True, help="mutil filter's output (--out: its VCF)")
+    final.add_argument("--all-vcf", required=True, help="the VCF of every row of --result")
+    final.add_argument("--mutil-options", default="", metavar="OPTIONS", help="mutil filter's options (one string)")
+    final.add_argument("--mutil-command", default=shlex.join(BUILTIN_MUTIL),
+                       help="the mutil command (default: genomon-smk's, run in this process)")
     args = parser.parse_args(argv)
+    if args.command == "filter":
+        return final_filter(args)
     if args.command == "result":
         with open(args.regions_file) as handle:
             files = [line.strip() for line in handle if line.strip()]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import pysam
 
-from .reads import overlapping
+from .reads import overlapping, prefetch
 from .table import NA, Candidate
 from .vcf import VcfField, VcfLayout
 
@@ -86,6 +86,14 @@ class BreakpointAnnotator:
     def __init__(self, config: BreakpointAnnotatorFactory):
         self.config = config
         self.bam = pysam.AlignmentFile(config.normal_bam, reference_filename=config.reference)
+
+    def prefetch(self, candidates: list[Candidate]) -> None:
+        """The reads of these candidates (the next rows), fetched together (reads.prefetch)."""
+        clip, contigs = self.config.min_clip_size, set(self.bam.references)
+        prefetch(self.bam, [query for cand in candidates if cand.chrom in contigs
+                            for query in ((cand.chrom, cand.s0, cand.s0 + 1),
+                                          (cand.chrom, max(0, cand.s0 - clip), cand.end + clip))],
+                 self.config.reference)
 
     def __call__(self, cand: Candidate) -> list[str] | None:
         """New columns for ``cand``; None when the count is below ``--junc_num_thres``."""

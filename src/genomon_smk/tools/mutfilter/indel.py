@@ -27,7 +27,7 @@ from typing import Iterator
 
 import pysam
 
-from .reads import overlapping
+from .reads import overlapping, prefetch
 from .table import NA, Candidate
 from .vcf import VcfField, VcfLayout
 
@@ -221,6 +221,12 @@ class IndelAnnotator:
         self.config = config
         self.filter = parse_samtools_params(config.samtools_params)
         self.bam = pysam.AlignmentFile(config.normal_bam, reference_filename=config.reference)
+
+    def prefetch(self, candidates: list[Candidate]) -> None:
+        """The reads of these candidates (the next rows), fetched together (reads.prefetch)."""
+        length, contigs = self.config.search_length, set(self.bam.references)
+        prefetch(self.bam, [(cand.chrom, max(0, cand.s0 - length), cand.end + length)
+                            for cand in candidates if cand.chrom in contigs], self.config.reference)
 
     def __call__(self, cand: Candidate) -> list[str] | None:
         """New columns for ``cand``; None when both keep conditions fail."""

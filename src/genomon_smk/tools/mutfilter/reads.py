@@ -13,12 +13,21 @@ A query returns exactly what ``AlignmentFile.fetch(chrom, start, end)`` returns,
 order: the records of the window whose span overlaps ``[start, end)``, a record's span being
 htslib's (``reference_end``; ``reference_start + 1`` for a record without one, e.g. an
 unmapped read placed beside its mate).
+
+:func:`prefetch` fills the windows of many candidates at once (a filter's next rows), from one
+``samtools view -M -L`` of their windows: htslib's multi-region iterator reads each compressed
+block once, and samtools inflates it with libdeflate, where each indexed fetch of pysam (zlib)
+inflates the reads from the start of the query's 16 kb index window up to it: on the bench,
+0.2 instead of 0.75 CPU s for the 268 windows of a half genome's candidates.
 """
 
 from __future__ import annotations
 
 import collections
 import os
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass
 
 import pysam
@@ -115,6 +124,55 @@ def overlapping(bam: pysam.AlignmentFile, chrom: str, start: int, end: int) -> l
         window = Window(chrom, first, last, reads, [span(read) for read in reads])
         cache.add(window)
     return select(window, start, end)
+
+
+def prefetch(bam: pysam.AlignmentFile, queries, reference: str | None = None) -> None:
+    """Fill the windows that :func:`overlapping` would fetch for these first queries ((chrom,
+    start, end) of the BAM's contigs; those already answered from memory left out), from one
+    samtools run: each window holds the records of ``bam.fetch`` over it, in file order. Without
+    samtools on PATH (or a CRAM without its reference), nothing: the queries fetch as before."""
+    path = bam.filename.decode()
+    cache = _CACHES.setdefault(file_key(path), WindowCache())
+    wanted = sorted({(chrom, max(0, start - PAD), end + PAD) for chrom, start, end in queries
+                     if cache.find(chrom, start, end) is None})
+    samtools = shutil.which("samtools")
+    if not wanted or samtools is None or (bam.is_cram and not reference):
+        return
+    by_chrom: dict[str, list[Window]] = {}
+    for chrom, first, last in wanted:
+        by_chrom.setdefault(chrom, []).append(Window(chrom, first, last, [], []))
+    with tempfile.NamedTemporaryFile("w", prefix="windows.", suffix=".bed") as bed, \
+            tempfile.TemporaryFile() as errors:
+        bed.writelines(f"{chrom}\t{first}\t{last}\n" for chrom, first, last in wanted)
+        bed.flush()
+        command = [samtools, "view", "-u", "-M", "-L", bed.name, *(["-T", reference] if reference else []), path]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors) as process:
+            with pysam.AlignmentFile(process.stdout, "rb") as stream:
+                # Records in file order (by contig, then start); each goes to every window its
+                # span overlaps (htslib's test, as a fetch's); `first` skips the windows that
+                # end before the records now start.
+                current, windows, first = None, [], 0
+                for read in stream:
+                    chrom = read.reference_name
+                    if chrom != current:
+                        current, windows, first = chrom, by_chrom.get(chrom, []), 0
+                    start, end = span(read)
+                    while first < len(windows) and windows[first].end <= start:
+                        first += 1
+                    for index in range(first, len(windows)):
+                        window = windows[index]
+                        if window.start >= end:
+                            break
+                        if window.end > start:
+                            window.reads.append(read)
+                            window.spans.append((start, end))
+        if process.returncode:
+            errors.seek(0)
+            raise OSError(f"{' '.join(command)} failed: {errors.read().decode(errors='replace').strip()}")
+    for windows in by_chrom.values():
+        for window in windows:
+            if len(window.reads) <= MAX_WINDOW_READS:  # as overlapping() keeps them
+                cache.add(window)
 
 
 def clear() -> None:

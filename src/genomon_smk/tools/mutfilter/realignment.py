@@ -38,7 +38,7 @@ from typing import Iterable
 import pysam
 
 from .. import stats
-from .reads import overlapping
+from .reads import overlapping, prefetch
 from .table import NA, Candidate
 from .vcf import VcfField, VcfLayout
 
@@ -277,6 +277,15 @@ class RealignmentAnnotator:
         self.normal = (pysam.AlignmentFile(normal_bam, reference_filename=ref_genome)
                        if normal_bam else None)
         self.scorer_class = SCORERS[params.aligner]
+        self.reference = ref_genome
+
+    def prefetch(self, candidates: list[Candidate]) -> None:
+        """The reads of these candidates (the next rows), fetched together (reads.prefetch)."""
+        for bam in (self.tumor, self.normal):
+            if bam is not None:
+                contigs = set(bam.references)
+                prefetch(bam, [(cand.chrom, cand.s0, cand.end) for cand in candidates
+                               if cand.chrom in contigs and cand.s0 >= self.params.window_size], self.reference)
 
     @property
     def paired(self) -> bool:

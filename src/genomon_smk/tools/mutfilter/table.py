@@ -68,7 +68,19 @@ def _init_worker(factory: Callable[[], Annotator], parser: RowParser) -> None:
 def _columns_of_chunk(lines: Sequence[str]) -> list["Sequence[str] | None"]:
     """Worker side of :func:`annotate_rows`: new columns for each line of a chunk."""
     annotator, parser = _WORKER
-    return [annotator(parser(line)) for line in lines]
+    return _annotated(annotator, [parser(line) for line in lines])
+
+
+#: rows parsed ahead, so that an annotator with a ``prefetch(candidates)`` method reads their
+#: BAM records together (mutfilter.reads.prefetch)
+PREFETCH_ROWS = 256
+
+
+def _annotated(annotator: Annotator, candidates: list[Candidate]) -> list["Sequence[str] | None"]:
+    prefetch = getattr(annotator, "prefetch", None)
+    if prefetch is not None:
+        prefetch(candidates)
+    return [annotator(candidate) for candidate in candidates]
 
 
 def _chunks(items: Iterable[str], size: int) -> Iterator[list[str]]:
@@ -93,8 +105,8 @@ def annotate_rows(
     """
     if threads <= 1:
         annotator = annotator_factory()
-        for line in lines:
-            yield line, annotator(parser(line))
+        for chunk in _chunks(lines, PREFETCH_ROWS):
+            yield from zip(chunk, _annotated(annotator, [parser(line) for line in chunk]))
         return
     context = multiprocessing.get_context("fork")
     with context.Pool(threads, initializer=_init_worker,

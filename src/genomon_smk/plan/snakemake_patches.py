@@ -227,6 +227,8 @@ def plan_smaller() -> None:
     for name in ("expand_input", "expand_output", "expand_log", "expand_benchmark"):
         if not hasattr(getattr(rule, name), "full"):
             setattr(rule, name, plain_unflagged_paths(getattr(rule, name)))
+    if not hasattr(rule.expand_input.full, "full"):
+        rule.expand_input = shared_input_files(rule.expand_input)
     job = snakemake.jobs.Job
     if not hasattr(job.__init__, "full"):
         job.__init__ = shared_empty_sets(job.__init__)
@@ -241,17 +243,45 @@ def plan_smaller() -> None:
         dry_run.printjob = dropped_once_printed(dry_run.printjob)
 
 
+def same_file(file, other) -> bool:
+    """Whether two equal paths are the same file to Snakemake: the same kind of object, path
+    text and flags (a file of one rule's jobs: the same template)."""
+    return (
+        type(file) is type(other)
+        and type(getattr(file, "_file", None)) is type(getattr(other, "_file", None))
+        and getattr(file, "_is_callable", False) is getattr(other, "_is_callable", False) is False
+        and str.__eq__(file, other)
+        and file.flags == other.flags
+    )
+
+
+# In a dry run, the DAG's edge sets and the jobs' input files that equal another job's of the
+# same rule (every map job's reference and region table, a sample's chunks for its 64 map jobs,
+# its regions for its markdups): one object for all, while the DAG is built (EDGE_FILES,
+# INPUT_FILES; emptied by DAG.update_needrun once it is).
+EDGE_FILES: dict = {}
+INPUT_FILES: dict = {}
+
+
 def shared_edge_files(full):
     """DAG.update_(job, ...), then each of the job's edges keeps one set of files: the set in
     DAG._dependencies[job][producer] also in DAG.depending[producer][job] (equal sets, both
-    changed only together with the same files)."""
+    changed only together with the same files). In a dry run also one set for the edges of a
+    rule's jobs to one file of the same producer (EDGE_FILES: after DAG.update_ added a job's
+    edges nothing adds to them; DAG.replace_job makes new sets)."""
 
     async def update_(dag, job, *args, **kwargs):
         result = await full(dag, job, *args, **kwargs)
         edges = dag._dependencies.get(job)
         if edges:
             depending = dag.depending
+            dry_run = dag.workflow.dryrun
             for producer, files in edges.items():
+                if dry_run and len(files) == 1:
+                    (file,) = files
+                    known = EDGE_FILES.setdefault((job.rule.name, producer, file), files)
+                    if known is not files and same_file(next(iter(known)), file):
+                        edges[producer] = files = known
                 consumers = depending.get(producer)
                 if consumers is not None:
                     same = consumers.get(job)
@@ -261,6 +291,40 @@ def shared_edge_files(full):
 
     update_.full = full
     return update_
+
+
+def shared_input_files(full):
+    """Rule.expand_input, then in a dry run each input file equal to one of an earlier job of
+    the rule (same_file) replaced by that one, in the list, its names and the job's
+    dependencies by file (the files are only read once made)."""
+
+    def expand_input(rule, *args, **kwargs):
+        result = full(rule, *args, **kwargs)
+        files, mapping, depends, incomplete = result
+        if incomplete or not rule.workflow.dryrun:
+            return result
+        known = INPUT_FILES.setdefault(rule.name, {})
+        replaced = {}
+        for index, file in enumerate(files):
+            shared = known.setdefault(file, file)
+            if shared is not file and same_file(shared, file):
+                list.__setitem__(files, index, shared)
+                replaced[file] = shared
+        if not replaced:
+            return result
+        for name, (start, end) in files._names.items():
+            if end is None:
+                setattr(files, name, files[start])
+            else:
+                named = getattr(files, name)
+                for offset in range(len(named)):
+                    list.__setitem__(named, offset, files[start + offset])
+        if depends:
+            depends = {replaced.get(file, file) if file is not None else None: r for file, r in depends.items()}
+        return files, mapping, depends, incomplete
+
+    expand_input.full = full
+    return expand_input
 
 
 # What a job makes lazily (Job.log, .benchmark, .output_by_path, .params, .resources), dropped
@@ -443,6 +507,8 @@ def leaner_needrun(full):
     every job's lazily made files (FILES_MADE_LAZILY)."""
 
     async def update_needrun(dag, *args, **kwargs):
+        EDGE_FILES.clear()
+        INPUT_FILES.clear()
         token = IN_TURN.set(True)
         try:
             result = await full(dag, *args, **kwargs)

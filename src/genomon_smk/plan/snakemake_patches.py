@@ -271,6 +271,8 @@ def shared_edge_files(full):
     edges nothing adds to them; DAG.replace_job makes new sets)."""
 
     async def update_(dag, job, *args, **kwargs):
+        if job in dag._dependencies:  # added before: DAG.update_ returns at once
+            return await full(dag, job, *args, **kwargs)
         result = await full(dag, job, *args, **kwargs)
         edges = dag._dependencies.get(job)
         if edges:

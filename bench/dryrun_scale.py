@@ -78,9 +78,10 @@ class Granularity:
         regions = derive_regions(GRCH37, self.max_length, self.pack_bp)
         mutation = sum(1 for region in regions if not region.is_unmapped)
         # SV detection runs for every pair by default: GenomonSV parses each tumor (not the normal);
-        # so does pmsignature's ind mode (K = 2..6, its background still to build in a dry run).
+        # so does pmsignature's ind mode (K = 2..6, its background still to build in a dry run),
+        # and the gene annotation of each pair's mutations (GRCh37: annot_utils' hg19 genes).
         return CohortShape(2 * pairs, pairs, self.chunks, len(regions), mutation, sv_samples=pairs, sv_pairs=pairs,
-                           pmsignature_ind=5, to_build=frozenset({"pmsignature_background"}))
+                           pmsignature_ind=5, to_build=frozenset({"pmsignature_background"}), annotated=True)
 
 
 @dataclass(frozen=True)

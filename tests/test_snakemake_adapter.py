@@ -220,6 +220,46 @@ def test_plan_faster(parsed, printshellcmds):
     assert {job.rule.name for job in workflow.dag.jobs} == {"all", "fixed"}
 
 
+def test_plan_faster_formats_a_shell_command_once_per_record(parsed, monkeypatch):
+    """A job's record (JOB_INFO and SHELLCMD) carries the shell command Snakemake formats, formatted
+    once; outside a record every read formats it."""
+    import snakemake.jobs
+
+    patches.plan_faster()
+    assert not hasattr(snakemake.jobs.Job.log_info.full, "full")
+    full = snakemake.jobs.Job.shellcmd.fget.full
+    format_wildcards = snakemake.jobs.Job.format_wildcards
+    formatted = []
+
+    def counted(job, string, **variables):
+        if string == job.rule.shellcmd:
+            formatted.append(job)
+        return format_wildcards(job, string, **variables)
+
+    monkeypatch.setattr(snakemake.jobs.Job, "format_wildcards", counted)
+    workflow, _, workflow_api = parsed(OutputSettings(printshellcmds=True))
+    records = []
+
+    class Shellcmds(logging.Handler):
+        def emit(self, record):
+            if getattr(record, "event", None) in (LogEvent.JOB_INFO, LogEvent.SHELLCMD):
+                records.append((record.event, record.shellcmd, record.getMessage()))
+
+    handler = Shellcmds()
+    adapter.snakemake_logger().addHandler(handler)
+    try:
+        workflow_api.dag().execute_workflow(executor="dryrun")
+    finally:
+        adapter.snakemake_logger().removeHandler(handler)
+    fixed = next(job for job in workflow.dag.jobs if job.rule.name == "fixed")
+    shellcmds = [shellcmd for _, shellcmd, _ in records]
+    assert "touch out/a.txt" in shellcmds and shellcmds.count("touch out/a.txt") == 2  # JOB_INFO, SHELLCMD
+    assert (LogEvent.SHELLCMD, "touch out/a.txt", "Shell command: touch out/a.txt") in records
+    assert formatted.count(fixed) == 1  # three reads in one record
+    assert fixed.shellcmd == "touch out/a.txt" and formatted.count(fixed) == 2  # not in a record: formatted
+    assert full(fixed) == "touch out/a.txt" and formatted.count(fixed) == 3
+
+
 def test_plan_faster_keeps_every_jobs_conda_env(parsed, tmp_path):
     """The rule's cached conda env spec, without the job's params: the same spec as before."""
     import snakemake.jobs
@@ -262,6 +302,7 @@ def test_plan_smaller(parsed, tmp_path, executor):
     import snakemake.iocontainers
     from snakemake.io import AnnotatedString, is_flagged
 
+    patches.plan_faster()  # as applied: a dry run then evaluates no resources after a job's record
     patches.plan_smaller()
     patches.plan_smaller()  # idempotent
     assert not hasattr(snakemake.iocontainers.Namedlist.__init__.full, "full")
@@ -269,6 +310,9 @@ def test_plan_smaller(parsed, tmp_path, executor):
     workflow_api.dag().execute_workflow(executor=executor)
     jobs = {job.rule.name: job for job in workflow.dag.jobs}
     first, second = jobs["first"], jobs["second"]
+    # A dry run drops what only a job's record read (made again, the same, when read): not a run.
+    made = ("_log", "_benchmark", "_params", "_resources", "_output_by_path")
+    assert all(getattr(first, name) is None for name in made) == (executor == "dryrun")
     assert type(first.output.kept._file) is str and type(first.log[0]._file) is str
     assert type(first.benchmark._file) is str and type(second.input.index._file) is str
     assert type(second.input.given[0]._file) is str  # a function's path: its text, not a file of a file
@@ -287,6 +331,12 @@ def test_plan_smaller(parsed, tmp_path, executor):
     assert reason._updated_input is None and reason.updated_input == set()  # dropped when empty, made again
     assert reason.updated_input_run == {second.input.index, second.input.scratch} or executor == "local"
     assert second.input.given == ["out/a.txt"] and second.input.given[0] == second.input.index
+    dag = workflow.dag
+    if executor == "dryrun":  # one file set per edge, both ways
+        assert dag.depending[first][second] is dag._dependencies[second][first] == {"out/a.txt", "out/a.tmp"}
+    assert dag.depending[first][second] == dag._dependencies[second][first]
+    assert first.log == ["logs/first.log"] and first.benchmark == "bench/first.tsv" and not first.params
+    assert first.resources._cores == 1 and first.output_by_path["out/a.tmp"] is first.output.scratch
     if executor == "local":
         assert (tmp_path / "out/c.txt").read_text() == "a\nt\n"
         assert not (tmp_path / "out/a.tmp").exists() and (tmp_path / "bench/first.tsv").exists()
@@ -294,6 +344,43 @@ def test_plan_smaller(parsed, tmp_path, executor):
         _, _, again = parsed(text=SMALLER)
         again.dag().execute_workflow(executor="dryrun")
         assert not len(again._workflow.dag)  # nothing left to do
+
+
+SHARED = """
+SEEN = {}
+rule all:
+    input: expand("out/{name}.txt", name=["x", "y"])
+
+rule reference:
+    output: "ref.txt"
+    shell: "echo r >{output}"
+
+rule use:
+    input: ref=rules.reference.output[0], listed=lambda wildcards: ["ref.txt"]
+    output: "out/{name}.txt"
+    shell: "cat {input.ref} {input.listed} >{output}"
+"""
+
+
+@pytest.mark.parametrize("executor", ["dryrun", "local"])
+def test_plan_smaller_shares_a_rules_input_files_in_a_dry_run(parsed, tmp_path, executor):
+    """In a dry run the jobs of a rule share their equal input files (in the list and its names)
+    and their edges' file sets; a run keeps its own, and runs."""
+    patches.plan_faster()
+    patches.plan_smaller()
+    workflow, _, workflow_api = parsed(text=SHARED)
+    workflow_api.dag().execute_workflow(executor=executor)
+    dag = workflow.dag
+    jobs = {(job.rule.name, job.wildcards_dict.get("name")): job for job in dag.jobs}
+    x, y, reference = jobs["use", "x"], jobs["use", "y"], jobs["reference", None]
+    assert x.input == y.input == ["ref.txt", "ref.txt"] and x.input.listed == ["ref.txt"]
+    assert not patches.EDGE_FILES and not patches.INPUT_FILES  # emptied once the DAG is built
+    shared = executor == "dryrun"
+    assert (x.input.ref is y.input.ref is y.input[0] is y.input.listed[0]) == shared
+    assert dag._dependencies[x][reference] == {"ref.txt"} == dag.depending[reference][x]
+    assert (dag._dependencies[x][reference] is dag._dependencies[y][reference] is dag.depending[reference][y]) == shared
+    if executor == "local":
+        assert (tmp_path / "out/y.txt").read_text() == "r\nr\n"
 
 
 def test_tasks_in_turn():

@@ -70,7 +70,11 @@ def plan_faster() -> None:
       params only where it needs them, e.g. the params rerun trigger of a job that ran);
     - a dry run's scheduler takes no resources for the jobs it lists (JobScheduler.schedule:
       `run = needrun`), yet gives every finished job's back (JobScheduler._free_resources),
-      which evaluates every job's resources: skipped in a dry run."""
+      which evaluates every job's resources: skipped in a dry run;
+    - every job's record (Job.log_info, once per job, dry run or not) formats the job's shell
+      command three times (Job.shellcmd: the JOB_INFO record's field, the SHELLCMD record's
+      message and field), each a format of the rule's shell with the Snakefile's globals: once
+      per record (the same text; a fifth of a dry run's CPU)."""
     import snakemake.common
     import snakemake.jobs
     import snakemake.rules
@@ -85,6 +89,45 @@ def plan_faster() -> None:
     job = snakemake.jobs.Job
     if not hasattr(job.conda_env_spec.fget, "full"):
         job.conda_env_spec = property(rule_env_first(job.conda_env_spec.fget, snakemake.rules._NOT_CACHED))
+    if not hasattr(job.log_info, "full"):
+        job.shellcmd = property(shellcmd_once_per_record(job.shellcmd.fget))
+        job.log_info = one_shellcmd_per_record(job.log_info)
+
+
+# The job whose record Job.log_info is writing and its shell command once formatted (a list of
+# the two; UNFORMATTED until asked), while it writes it.
+RECORD_SHELLCMD = contextvars.ContextVar("genomon_smk_record_shellcmd", default=None)
+UNFORMATTED = object()
+
+
+def one_shellcmd_per_record(full):
+    """Job.log_info with Job.shellcmd formatted at most once while it runs."""
+
+    def log_info(job, *args, **kwargs):
+        token = RECORD_SHELLCMD.set([job, UNFORMATTED])
+        try:
+            return full(job, *args, **kwargs)
+        finally:
+            RECORD_SHELLCMD.reset(token)
+
+    log_info.full = full
+    return log_info
+
+
+def shellcmd_once_per_record(full):
+    """Job.shellcmd's getter, remembered for the job whose record is being written (an error:
+    raised each time, nothing remembered)."""
+
+    def shellcmd(job):
+        record = RECORD_SHELLCMD.get()
+        if record is None or record[0] is not job:
+            return full(job)
+        if record[1] is UNFORMATTED:
+            record[1] = full(job)
+        return record[1]
+
+    shellcmd.full = full
+    return shellcmd
 
 
 def not_in_dry_runs(full):
@@ -156,8 +199,19 @@ def plan_smaller() -> None:
     output file until all have started (about 3 KB a job, the dry run's peak): there the tasks
     run one after the other (TasksInTurn), the same times computed; and it leaves every job's
     Reason an empty set of updated input (a lazy property read): dropped after it (None, the
-    state Reason.clear leaves, made again on the next read)."""
+    state Reason.clear leaves, made again on the next read).
+    The DAG keeps every edge's files twice (DAG.update_ adds each file to a set in
+    DAG._dependencies[consumer][producer] and to an equal one in DAG.depending[producer]
+    [consumer]; both are only ever changed together, by the same files, there and in
+    DAG.replace_job): one set shared by both after DAG.update_.
+    In a dry run (Workflow.dryrun), what a job makes lazily and a dry run only reads for the
+    job's record is dropped (None: made again, the same, on the next read): the job's log and
+    benchmark files and its output by path (made for every job by DAG.cache_job) after
+    DAG.update_needrun, and after the job's record (the dry-run executor's printjob) also its
+    params and resources (Job.log_info evaluates both for the shell command): 2-3 KB a job that
+    a dry run kept to its end, the peak of a cohort's dry run."""
     import snakemake.dag
+    import snakemake.executors.dryrun
     import snakemake.iocontainers
     import snakemake.jobs
     import snakemake.rules
@@ -173,6 +227,8 @@ def plan_smaller() -> None:
     for name in ("expand_input", "expand_output", "expand_log", "expand_benchmark"):
         if not hasattr(getattr(rule, name), "full"):
             setattr(rule, name, plain_unflagged_paths(getattr(rule, name)))
+    if not hasattr(rule.expand_input.full, "full"):
+        rule.expand_input = shared_input_files(rule.expand_input)
     job = snakemake.jobs.Job
     if not hasattr(job.__init__, "full"):
         job.__init__ = shared_empty_sets(job.__init__)
@@ -180,6 +236,121 @@ def plan_smaller() -> None:
     if not hasattr(dag.update_needrun, "full"):
         snakemake.dag.asyncio = AsyncioInTurn(snakemake.dag.asyncio)
         dag.update_needrun = leaner_needrun(dag.update_needrun)
+    if not hasattr(dag.update_, "full"):
+        dag.update_ = shared_edge_files(dag.update_)
+    dry_run = snakemake.executors.dryrun.Executor
+    if not hasattr(dry_run.printjob, "full"):
+        dry_run.printjob = dropped_once_printed(dry_run.printjob)
+
+
+def same_file(file, other) -> bool:
+    """Whether two equal paths are the same file to Snakemake: the same kind of object, path
+    text and flags (a file of one rule's jobs: the same template)."""
+    return (
+        type(file) is type(other)
+        and type(getattr(file, "_file", None)) is type(getattr(other, "_file", None))
+        and getattr(file, "_is_callable", False) is getattr(other, "_is_callable", False) is False
+        and str.__eq__(file, other)
+        and file.flags == other.flags
+    )
+
+
+# In a dry run, the DAG's edge sets and the jobs' input files that equal another job's of the
+# same rule (every map job's reference and region table, a sample's chunks for its 64 map jobs,
+# its regions for its markdups): one object for all, while the DAG is built (EDGE_FILES,
+# INPUT_FILES; emptied by DAG.update_needrun once it is).
+EDGE_FILES: dict = {}
+INPUT_FILES: dict = {}
+
+
+def shared_edge_files(full):
+    """DAG.update_(job, ...), then each of the job's edges keeps one set of files: the set in
+    DAG._dependencies[job][producer] also in DAG.depending[producer][job] (equal sets, both
+    changed only together with the same files). In a dry run also one set for the edges of a
+    rule's jobs to one file of the same producer (EDGE_FILES: after DAG.update_ added a job's
+    edges nothing adds to them; DAG.replace_job makes new sets)."""
+
+    async def update_(dag, job, *args, **kwargs):
+        if job in dag._dependencies:  # added before: DAG.update_ returns at once
+            return await full(dag, job, *args, **kwargs)
+        result = await full(dag, job, *args, **kwargs)
+        edges = dag._dependencies.get(job)
+        if edges:
+            depending = dag.depending
+            dry_run = dag.workflow.dryrun
+            for producer, files in edges.items():
+                if dry_run and len(files) == 1:
+                    (file,) = files
+                    known = EDGE_FILES.setdefault((job.rule.name, producer, file), files)
+                    if known is not files and same_file(next(iter(known)), file):
+                        edges[producer] = files = known
+                consumers = depending.get(producer)
+                if consumers is not None:
+                    same = consumers.get(job)
+                    if same is not None and same is not files and same == files:
+                        consumers[job] = files
+        return result
+
+    update_.full = full
+    return update_
+
+
+def shared_input_files(full):
+    """Rule.expand_input, then in a dry run each input file equal to one of an earlier job of
+    the rule (same_file) replaced by that one, in the list, its names and the job's
+    dependencies by file (the files are only read once made)."""
+
+    def expand_input(rule, *args, **kwargs):
+        result = full(rule, *args, **kwargs)
+        files, mapping, depends, incomplete = result
+        if incomplete or not rule.workflow.dryrun:
+            return result
+        known = INPUT_FILES.setdefault(rule.name, {})
+        replaced = {}
+        for index, file in enumerate(files):
+            shared = known.setdefault(file, file)
+            if shared is not file and same_file(shared, file):
+                list.__setitem__(files, index, shared)
+                replaced[file] = shared
+        if not replaced:
+            return result
+        for name, (start, end) in files._names.items():
+            if end is None:
+                setattr(files, name, files[start])
+            else:
+                named = getattr(files, name)
+                for offset in range(len(named)):
+                    list.__setitem__(named, offset, files[start + offset])
+        if depends:
+            depends = {replaced.get(file, file) if file is not None else None: r for file, r in depends.items()}
+        return files, mapping, depends, incomplete
+
+    expand_input.full = full
+    return expand_input
+
+
+# What a job makes lazily (Job.log, .benchmark, .output_by_path, .params, .resources), dropped
+# in a dry run when only the job's record reads it again.
+FILES_MADE_LAZILY = ("_log", "_benchmark", "_output_by_path")
+EVALUATED_FOR_RECORD = ("_params", "_non_derived_params", "_resources")
+
+
+def drop_lazy(job, names):
+    for name in names:
+        setattr(job, name, None)
+
+
+def dropped_once_printed(full):
+    """The dry-run executor's printjob, then the printed job's (a group's jobs') lazily made
+    files, params and resources dropped."""
+
+    def printjob(executor, job):
+        full(executor, job)
+        for single in job.jobs if job.is_group() else (job,):
+            drop_lazy(single, FILES_MADE_LAZILY + EVALUATED_FOR_RECORD)
+
+    printjob.full = full
+    return printjob
 
 
 def shared_guards(full, guard_class):
@@ -334,9 +505,12 @@ REASON_SETS = ("_updated_input", "_updated_input_run", "_missing_output", "_inco
 
 def leaner_needrun(full):
     """DAG.update_needrun with its task groups run in turn (IN_TURN set while it runs), then the
-    empty sets of every job's Reason (REASON_SETS, lazy properties) dropped."""
+    empty sets of every job's Reason (REASON_SETS, lazy properties) dropped, and in a dry run
+    every job's lazily made files (FILES_MADE_LAZILY)."""
 
     async def update_needrun(dag, *args, **kwargs):
+        EDGE_FILES.clear()
+        INPUT_FILES.clear()
         token = IN_TURN.set(True)
         try:
             result = await full(dag, *args, **kwargs)
@@ -347,6 +521,9 @@ def leaner_needrun(full):
                 value = getattr(reason, name)
                 if value is not None and not value:
                     setattr(reason, name, None)
+        if dag.workflow.dryrun:
+            for job in dag.jobs:
+                drop_lazy(job, FILES_MADE_LAZILY)
         return result
 
     update_needrun.full = full

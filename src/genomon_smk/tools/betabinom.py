@@ -18,40 +18,17 @@ decimals where upstream's optimiser stops early.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import math
-import sys
-import types
 from functools import lru_cache
 
 import numpy as np
 
-
-def _submodule(package: str, name: str):
-    """``package.name`` without running ``package/__init__.py`` when the package is not imported
-    yet: the very objects its public namespace re-exports, for less import time. scipy.special's
-    and scipy.optimize's __init__ import much that this module never calls (the array-API layer,
-    with numpy.f2py and numpy.testing; linprog, shgo, HiGHS): 0.18 CPU s of every EBFilter run.
-    Once the package itself is imported it finds the submodule already loaded."""
-    module = f"{package}.{name}"
-    if package in sys.modules or module in sys.modules:
-        return importlib.import_module(module)
-    spec = importlib.util.find_spec(package)
-    bare = types.ModuleType(package)
-    bare.__spec__, bare.__path__ = spec, list(spec.submodule_search_locations)
-    sys.modules[package] = bare
-    try:
-        return importlib.import_module(module)
-    finally:
-        if sys.modules.get(package) is bare:
-            del sys.modules[package]
-
+from genomon_smk.tools.scipy_parts import submodule
 
 # scipy.special's betaln, gammaln and digamma (= psi) are these ufuncs (tests/test_ebfilter.py).
-_special_ufuncs = _submodule("scipy.special", "_special_ufuncs")
+_special_ufuncs = submodule("scipy.special", "_special_ufuncs")
 betaln, gammaln = _special_ufuncs.betaln, _special_ufuncs.gammaln
-digamma = _submodule("scipy.special", "_ufuncs").psi
+digamma = submodule("scipy.special", "_ufuncs").psi
 
 ALPHA_BOUNDS = (0.1, 1e7)
 BETA_BOUNDS = (1.0, 1e7)
@@ -122,8 +99,8 @@ def _fit_cached(pairs, penalty):
     """Fit for a canonical (sorted) tuple of (n, k) pairs; the likelihood ignores order."""
     # Imported at the first fit: scipy.optimize takes ~0.2-0.6 s to import, which a region
     # without a candidate to score (EBFilter runs in the identify driver's process) never needs;
-    # scipy.optimize.minimize itself, from its module (see _submodule).
-    minimize = _submodule("scipy.optimize", "_minimize").minimize
+    # scipy.optimize.minimize itself, from its module (see tools/scipy_parts.py).
+    minimize = submodule("scipy.optimize", "_minimize").minimize
 
     arr = np.array(pairs, dtype=float).reshape(-1, 2)
     n, k = arr[:, 0], arr[:, 1]

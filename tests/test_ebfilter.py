@@ -387,3 +387,28 @@ def test_without_fifos_mpileup_reads_the_bams_and_gives_the_same_lines(dataset, 
     direct = list(ebfilter.pileup_sites(chrom, sites, bams, 20, 15, flags, 0, str(tmp_path / "files")))
     assert direct == streamed and len(streamed) >= 5
     assert (tmp_path / "files" / "bams.txt").read_text().split() == bams
+
+
+def test_betabinom_uses_scipys_own_functions_without_its_package_imports():
+    """betabinom takes betaln, gammaln, digamma and minimize from their scipy modules (not
+    scipy.special's and scipy.optimize's __init__): the very objects the public names are, so
+    the same numbers; and a later public import still works."""
+    probe = (
+        "import sys\n"
+        "from genomon_smk.tools import betabinom\n"
+        "fit = betabinom.fit_panel([30, 40, 50], [1, 0, 2])\n"
+        "assert 'scipy.special' not in sys.modules and 'scipy.optimize' not in sys.modules\n"
+        "import scipy.special, scipy.optimize\n"
+        "assert betabinom.betaln is scipy.special.betaln\n"
+        "assert betabinom.gammaln is scipy.special.gammaln\n"
+        "assert betabinom.digamma is scipy.special.digamma\n"
+        "assert betabinom.submodule('scipy.optimize', '_minimize').minimize is scipy.optimize.minimize\n"
+        "from genomon_smk.tools import stats\n"
+        "assert stats.submodule('scipy.special', '_ufuncs').betaincinv is scipy.special.betaincinv\n"
+        "betabinom._fit_cached.cache_clear()\n"
+        "assert betabinom.fit_panel([30, 40, 50], [1, 0, 2]) == fit\n"
+        "print(repr(fit))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == repr(betabinom.fit_panel([30, 40, 50], [1, 0, 2]))

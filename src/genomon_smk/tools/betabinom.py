@@ -23,12 +23,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from genomon_smk.tools.scipy_parts import submodule
+from genomon_smk.tools.scipy_parts import function
 
 # scipy.special's betaln, gammaln and digamma (= psi) are these ufuncs (tests/test_ebfilter.py).
-_special_ufuncs = submodule("scipy.special", "_special_ufuncs")
-betaln, gammaln = _special_ufuncs.betaln, _special_ufuncs.gammaln
-digamma = submodule("scipy.special", "_ufuncs").psi
+betaln = function("scipy.special", "_special_ufuncs", "betaln")
+gammaln = function("scipy.special", "_special_ufuncs", "gammaln")
+digamma = function("scipy.special", "_ufuncs", "psi", "digamma")
 
 ALPHA_BOUNDS = (0.1, 1e7)
 BETA_BOUNDS = (1.0, 1e7)
@@ -100,7 +100,7 @@ def _fit_cached(pairs, penalty):
     # Imported at the first fit: scipy.optimize takes ~0.2-0.6 s to import, which a region
     # without a candidate to score (EBFilter runs in the identify driver's process) never needs;
     # scipy.optimize.minimize itself, from its module (see tools/scipy_parts.py).
-    minimize = submodule("scipy.optimize", "_minimize").minimize
+    minimize = function("scipy.optimize", "_minimize", "minimize")
 
     arr = np.array(pairs, dtype=float).reshape(-1, 2)
     n, k = arr[:, 0], arr[:, 1]

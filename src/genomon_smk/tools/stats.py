@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from genomon_smk.tools.scipy_parts import submodule
+from genomon_smk.tools.scipy_parts import function
 
 SCORE_MAX = 60.0  # -log10 p is clamped here (p < 1e-60)
 
@@ -64,7 +64,7 @@ def beta_posterior(variant: int, reference: int) -> tuple[float, float, float]:
     """
     # scipy.special costs 0.2-0.4 s to import; only tumor-only calls need it, so import it here,
     # its ufunc from its module (scipy.special.betaincinv is this object; tools/scipy_parts.py).
-    betaincinv = submodule("scipy.special", "_ufuncs").betaincinv
+    betaincinv = function("scipy.special", "_ufuncs", "betaincinv")
 
     alpha, beta = variant + 1.0, max(reference, 0) + 1.0
     return (float(betaincinv(alpha, beta, 0.1)), alpha / (alpha + beta),

@@ -484,17 +484,22 @@ def start_interruptible(args: list[str], cwd: Path, log_path: Path | None = None
     return proc, log_path
 
 
+def interrupt(proc: subprocess.Popen) -> None:
+    """SIGINT a running Snakemake (it then cancels its cluster jobs); killed if it does not end in 30 s."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def finish_interruptible(proc: subprocess.Popen, log_path: Path, timeout: float) -> tuple[int, str]:
     """Wait for Snakemake; on timeout SIGINT it (it then cancels its Slurm jobs) and fail the test."""
     try:
         rc = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        interrupt(proc)
         pytest.fail(f"snakemake did not finish in {timeout} s:\n{log_path.read_text()[-4000:]}")
     return rc, log_path.read_text()
 

@@ -17,15 +17,14 @@ left behind.
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from conftest import (REPO, START_SLURM, assert_same_pair_results, finish_interruptible, pair_targets,
-                      run_interruptible, scenario_variant, start_interruptible)
+from conftest import (REPO, START_SLURM, assert_same_pair_results, finish_interruptible, interrupt,
+                      pair_targets, run_interruptible, scenario_variant, start_interruptible)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 
@@ -192,12 +191,7 @@ def retry_run(slurm, tmp_path_factory):
         cwd=directory)
     yield directory, proc, log_path, time.monotonic()
     if proc.poll() is None:  # not collected (the retry test failed early): SIGINT cancels its jobs
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        interrupt(proc)
 
 
 @pytest.fixture(autouse=True)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, TextIO
 
 from genomon_smk import tool_version
+from genomon_smk.tools.edit_sites import edited_read_sites
 from genomon_smk.tools.mpileup import (BASES, SNV_BASES, SampleCounts, build_mpileup_command, candidate_lines,
                                  count_sample, stream_mpileup, variant_read_upper_bound)
 from genomon_smk.tools.stats import beta_posterior, fisher_score
@@ -447,16 +448,21 @@ DENSE_AFTER = 500
 def screened_sites(command: list[str], minimum: int) -> list[tuple[str, str]]:
     """(contig, 1-based position) of the lines of the tumor's pileup that candidate_lines keeps;
     raises _Dense when they come closer than one per DENSE_SPAN bases."""
-    sites: list[tuple[str, str]] = []
     LOG.info("running %s", " ".join(command))
     with stream_mpileup(command, binary=True) as pileup:
-        for line in candidate_lines(pileup, 1, minimum):
-            contig, position, _ = line.split("\t", 2)
-            sites.append((contig, position))
-            if (len(sites) > DENSE_AFTER and sites[0][0] == contig
-                    and (int(position) - int(sites[0][1])) < DENSE_SPAN * len(sites)):
-                raise _Dense
-    return sites
+        return checked_density(line.split("\t", 2)[:2] for line in candidate_lines(pileup, 1, minimum))
+
+
+def checked_density(sites: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The sites, in order; raises _Dense as soon as they come closer than one per DENSE_SPAN
+    bases (after DENSE_AFTER of them, on the first site's contig)."""
+    kept: list[tuple[str, str]] = []
+    for contig, position in sites:
+        kept.append((contig, position))
+        if (len(kept) > DENSE_AFTER and kept[0][0] == contig
+                and (int(position) - int(kept[0][1])) < DENSE_SPAN * len(kept)):
+            raise _Dense
+    return kept
 
 
 #: The reads that can show a variant in a pileup: those with an edit against the reference (NM,
@@ -474,9 +480,27 @@ def screen_command(samtools: str, tumor: str, ref_fa: str, region: str | None, p
     ends are screened too, and the pair's pileup at the sites keeps to the region)."""
     if not edited_reads:
         return build_mpileup_command(samtools, [tumor], ref_fa, region, None, params)
-    view = [samtools, "view", "-u", "-e", EDITED_READS, tumor, *([region] if region else [])]
     pileup = build_mpileup_command(samtools, ["-"], ref_fa, None, None, params)
-    return ["bash", "-o", "pipefail", "-c", f"{shlex.join(view)} | {shlex.join(pileup)}"]
+    return ["bash", "-o", "pipefail", "-c", f"{shlex.join(edited_reads_view(samtools, tumor, region))} | "
+            f"{shlex.join(pileup)}"]
+
+
+def edited_reads_view(samtools: str, tumor: str, region: str | None) -> list[str]:
+    """samtools view of the tumor's EDITED_READS over the region, as uncompressed BAM."""
+    return [samtools, "view", "-u", "-e", EDITED_READS, tumor, *([region] if region else [])]
+
+
+def tumor_sites(samtools: str, tumor: str, ref_fa: str, region: str | None, params: str, minimum: int,
+                edited_reads: bool) -> list[tuple[str, str]]:
+    """The screen's sites: with edited_reads, where at least `minimum` of the edited reads show
+    an edit by their MD tags and CIGARs (tools/edit_sites.py), else (or when a read has no MD
+    tag) the lines of their pileup, or of every read's, that candidate_lines keeps. Raises
+    _Dense when the sites are dense."""
+    if edited_reads and minimum >= 1:
+        sites = edited_read_sites(edited_reads_view(samtools, tumor, region), minimum)
+        if sites is not None:
+            return checked_density(sites)
+    return screened_sites(screen_command(samtools, tumor, ref_fa, region, params, edited_reads), minimum)
 
 
 def pair_lines(samtools: str, bams: list[str], ref_fa: str, region: str | None, params: str,
@@ -487,7 +511,7 @@ def pair_lines(samtools: str, bams: list[str], ref_fa: str, region: str | None, 
     depends only on the reads over it, so each line is the line of the pair's whole pileup.
     Where the screen keeps sites too densely, the pair's whole pileup, screened, as before."""
     try:
-        sites = screened_sites(screen_command(samtools, bams[0], ref_fa, region, params, edited_reads), minimum)
+        sites = tumor_sites(samtools, bams[0], ref_fa, region, params, minimum, edited_reads)
     except _Dense:
         LOG.info("dense candidate sites: the pair's whole pileup")
         yield from pileup_lines(build_mpileup_command(samtools, bams, ref_fa, region, None, params), len(bams),

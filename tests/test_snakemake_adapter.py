@@ -192,6 +192,15 @@ class Records(logging.Handler):
         self.events.append(getattr(record, "event", None))
 
 
+def dry_run_with_handler(workflow_api, handler: logging.Handler) -> None:
+    """A dry run of the parsed workflow with `handler` on Snakemake's logger."""
+    adapter.snakemake_logger().addHandler(handler)
+    try:
+        workflow_api.dag().execute_workflow(executor="dryrun")
+    finally:
+        adapter.snakemake_logger().removeHandler(handler)
+
+
 @pytest.mark.parametrize("printshellcmds", [False, True])
 def test_plan_faster(parsed, printshellcmds):
     """A dry run plans the same jobs and logs every job's record (a logger plugin sees them all).
@@ -207,11 +216,7 @@ def test_plan_faster(parsed, printshellcmds):
         assert not hasattr(module.get_function_params.uncached, "uncached")
     workflow, _, workflow_api = parsed(OutputSettings(printshellcmds=printshellcmds))
     records = Records()
-    adapter.snakemake_logger().addHandler(records)
-    try:
-        workflow_api.dag().execute_workflow(executor="dryrun")
-    finally:
-        adapter.snakemake_logger().removeHandler(records)
+    dry_run_with_handler(workflow_api, records)
     assert records.events.count(LogEvent.JOB_INFO) == 2  # all, fixed
     import snakemake.scheduling.job_scheduler as job_scheduler
 
@@ -245,12 +250,7 @@ def test_plan_faster_formats_a_shell_command_once_per_record(parsed, monkeypatch
             if getattr(record, "event", None) in (LogEvent.JOB_INFO, LogEvent.SHELLCMD):
                 records.append((record.event, record.shellcmd, record.getMessage()))
 
-    handler = Shellcmds()
-    adapter.snakemake_logger().addHandler(handler)
-    try:
-        workflow_api.dag().execute_workflow(executor="dryrun")
-    finally:
-        adapter.snakemake_logger().removeHandler(handler)
+    dry_run_with_handler(workflow_api, Shellcmds())
     fixed = next(job for job in workflow.dag.jobs if job.rule.name == "fixed")
     shellcmds = [shellcmd for _, shellcmd, _ in records]
     assert "touch out/a.txt" in shellcmds and shellcmds.count("touch out/a.txt") == 2  # JOB_INFO, SHELLCMD
@@ -480,3 +480,32 @@ def test_workflow_dir_module_and_hooks(parsed, tmp_path):
         "rule sub_rule:\n    output: 'sub.txt'\n    shell: 'touch {output}'\n")
     parsed(text='module m:\n    snakefile: "sub/Snakefile"\n\nuse rule * from m as m_*\n')
     assert (tmp_path / "seen.txt").read_text() == f"True {sub}"
+
+
+def test_end_promptly_cancels_the_schedulers_timers_only():
+    """The scheduler's wake-up timer (threading.Timer started from its module, the pinned
+    Snakemake's) is cancelled; another module's timer runs on."""
+    import gc
+    import inspect
+    import threading
+
+    import snakemake.scheduling.job_scheduler as job_scheduler
+
+    assert job_scheduler.__name__ == adapter.SCHEDULER_MODULE
+    assert "threading.Timer(" in inspect.getsource(job_scheduler.JobScheduler._schedule_reevalutation)
+    fired = []
+    namespace = {"__name__": adapter.SCHEDULER_MODULE, "fired": fired}
+    exec("def wake():\n    fired.append('scheduler')\n", namespace)
+    scheduler_timer = threading.Timer(30, namespace["wake"])
+    other_timer = threading.Timer(30, lambda: fired.append("other"))
+    for timer in (scheduler_timer, other_timer):
+        timer.start()
+    try:
+        adapter.end_promptly()
+        scheduler_timer.join(5)
+        assert not scheduler_timer.is_alive() and other_timer.is_alive()
+        assert gc.get_freeze_count() > 0
+    finally:
+        other_timer.cancel()
+        gc.unfreeze()
+    assert fired == []

@@ -31,6 +31,7 @@ def at_success():
     purge_staged_reference()
     release_run_lock()
     print_run_summary()
+    snakemake_adapter.end_promptly()
 
 
 def at_error():
@@ -38,6 +39,7 @@ def at_error():
     purge_staged_reference()
     release_run_lock()
     print_failure_summary()
+    snakemake_adapter.end_promptly()
 
 
 onstart:

@@ -61,7 +61,7 @@ rule identify_mutations:
             for name, command in TOOLS.items()
             if config["mutation_tools"] == "upstream"
         ],
-        # A tumor this run mapped has bwa's NM tags against this reference (not an imported BAM).
+        # A tumor this run mapped has bwa's NM and MD tags against this reference (not an imported BAM).
         mapped_here=lambda wildcards: (
             "" if wildcards.tumor in COHORT.imported else "--tumor-mapped-here"
         ),

@@ -18,8 +18,10 @@ the cohort's file checks, the console) run only where `is_main_process` is true.
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -223,3 +225,20 @@ def wrap_resources(workflow, names: tuple[str, ...], wrap, under: Path | None = 
             # (inspect.signature) unless the function carries them: once here, not once per job.
             function._overwrite_params = inspect.signature(function).parameters
             rule.resources[name] = Resource(name, function, raw=original.raw)
+
+
+# The module whose scheduler starts a threading.Timer after each scheduling round (the
+# --max-jobs-per-timespan window, 1 s by default) only to wake itself up again.
+SCHEDULER_MODULE = "snakemake.scheduling.job_scheduler"
+
+
+def end_promptly() -> None:
+    """From onsuccess and onerror, once the scheduler is done: cancel its wake-up timers, which
+    are not daemon threads, so the interpreter would wait up to a second for the last one before
+    the process ends; then freeze the process's objects (gc.freeze) so the interpreter's last
+    collection does not walk them all. Nothing else is touched: a timer of another module, or
+    of a Snakemake whose scheduler moved, is left to run out, as without this."""
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer) and getattr(thread.function, "__module__", None) == SCHEDULER_MODULE:
+            thread.cancel()
+    gc.freeze()

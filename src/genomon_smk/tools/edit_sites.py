@@ -43,15 +43,18 @@ def edit_positions(start: int, md: str, cigar: Iterable[tuple[int, int]] | None)
         # Matches' counts and what lies between them: a deleted stretch (^ and its bases) or
         # mismatched reference bases (one per base: the tag's grammar puts a 0 between two).
         pieces = _MD_SPLIT(md)
-        offset = int(pieces[0] or 0)
+        position = start + int(pieces[0] or 0)
         for index in range(1, len(pieces), 2):
             between = pieces[index]
             if between[0] == "^":
-                offset += len(between) - 1
+                position += len(between) - 1
+            elif len(between) == 1:
+                positions.append(position)
+                position += 1
             else:
-                positions.extend(range(start + offset, start + offset + len(between)))
-                offset += len(between)
-            offset += int(pieces[index + 1] or 0)
+                positions.extend(range(position, position + len(between)))
+                position += len(between)
+            position += int(pieces[index + 1] or 0)
     if cigar is not None:
         reference = start
         for op, length in cigar:
@@ -66,13 +69,13 @@ def count_edits(reads) -> dict[str, Counter]:
     """Per contig, the number of reads (pysam records, in any order) showing an edit at each
     0-based position. Raises MissingMD for a mapped read without an MD tag."""
     positions: dict[str, list[int]] = {}
-    contig, kept = None, []
+    contig_id, kept = None, []
     for read in reads:
         if read.flag & _UNMAPPED:
             continue
-        if read.reference_name != contig:
-            contig = read.reference_name
-            kept = positions.setdefault(contig, [])
+        if read.reference_id != contig_id:
+            contig_id = read.reference_id
+            kept = positions.setdefault(read.reference_name, [])
         try:
             md = read.get_tag("MD")
         except KeyError:

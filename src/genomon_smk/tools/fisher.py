@@ -18,8 +18,9 @@ upper-case (upstream prints the letter as mpileup shows it, lower-case in soft-m
 with ``-L``, one mpileup per listed interval in the file's order, rows not re-sorted (upstream
 sorts them with ``sort -k1,1 -k2,2n -V``); ``-O vcf`` takes the contigs from the ``.fai`` when
 there is no ``.dict``; ``--screen_edited_reads`` (comparison; a genomon-smk option, which the
-pipeline gives for the BAMs it mapped itself) screens the tumor's pileup of its reads with an
-edit only (:data:`EDITED_READS`): the same rows, a third of the reads on a typical BAM.
+pipeline gives for the BAMs it mapped itself) screens the tumor's reads with an edit only
+(:data:`EDITED_READS`), counting their edits by their MD tags and CIGARs (tools/edit_sites.py):
+the same rows, a third of the reads on a typical BAM and no pileup of them.
 """
 
 from __future__ import annotations

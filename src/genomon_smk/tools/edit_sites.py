@@ -10,6 +10,9 @@ whatever its flags, mapping or base quality, so the sites kept are a superset of
 pileup's exact counts can call: the pair's pileup at these sites then gives exactly the rows of
 its whole pileup. Against the pileup of the edited reads it replaced, the same reads (samtools
 view's filter) without a pileup line per covered base: about half the CPU.
+
+Deliberate difference from upstream Genomon (docs/differences.md): upstream fisher has no screen;
+this one trusts the MD tags to tell every mismatch (given only for BAMs this pipeline mapped).
 """
 
 from __future__ import annotations

@@ -559,9 +559,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("-P", "--positions", default=None, help="BED of positions (mpileup -l)")
         if name == "comparison":
             sub.add_argument("--screen_edited_reads", action="store_true",
-                             help="screen the tumor's pileup of its reads with an edit only (NM != 0, a base "
-                                  "other than ACGT, or no NM tag): the same rows when the BAM's NM tags are "
-                                  "its aligner's against this reference (genomon-smk)")
+                             help="screen the tumor's reads with an edit only (NM != 0, a base other than ACGT, "
+                                  "or no NM tag), counting their mismatches (MD tag) and indels (CIGAR) per "
+                                  "position; their pileup when a read has no MD tag: the same rows when the "
+                                  "BAM's NM and MD tags are its aligner's against this reference (genomon-smk)")
         sub.add_argument("-O", "--output_format", choices=("anno", "vcf"), default="anno")
         sub.add_argument("-e", "--print_header", action="store_true")
         sub.add_argument("-g", "--log_file", default=None)

@@ -184,8 +184,8 @@ rule one:
 
 
 class Records(logging.Handler):
-    def __init__(self):
-        super().__init__()
+    def __init__(self, level=logging.NOTSET):
+        super().__init__(level)
         self.events = []
 
     def emit(self, record):
@@ -231,7 +231,7 @@ def test_plan_faster_formats_a_shell_command_once_per_record(parsed, monkeypatch
     import snakemake.jobs
 
     patches.plan_faster()
-    assert not hasattr(snakemake.jobs.Job.log_info.full, "full")
+    assert not hasattr(snakemake.jobs.Job.log_info.full.full, "full")  # wrapped once each
     full = snakemake.jobs.Job.shellcmd.fget.full
     format_wildcards = snakemake.jobs.Job.format_wildcards
     formatted = []
@@ -258,6 +258,92 @@ def test_plan_faster_formats_a_shell_command_once_per_record(parsed, monkeypatch
     assert formatted.count(fixed) == 1  # three reads in one record
     assert fixed.shellcmd == "touch out/a.txt" and formatted.count(fixed) == 2  # not in a record: formatted
     assert full(fixed) == "touch out/a.txt" and formatted.count(fixed) == 3
+
+
+THREE = """
+SEEN = {}
+rule all:
+    input: expand("out/{name}.txt", name=["a", "b", "c"])
+
+rule fixed:
+    output: "out/{name}.txt"
+    shell: "touch {output}"
+"""
+
+
+@pytest.mark.parametrize(("quiet", "handler", "built"), [(True, None, 2), (False, None, 4), (True, "plugin", 4)])
+def test_plan_faster_builds_no_record_that_no_handler_shows(parsed, monkeypatch, quiet, handler, built):
+    """In a dry run with --quiet rules the first job of each rule gets its record (a rule's
+    error still stops the dry run), the others none; with the records shown, or a handler that
+    may read them (a logger plugin's), every job's."""
+    import snakemake.jobs
+    from snakemake.settings.enums import Quietness
+
+    patches.plan_faster()
+    installed = snakemake.jobs.Job.log_info
+    records = []
+
+    def counted(job, *args, **kwargs):
+        records.append(job.rule.name)
+        return installed.full(job, *args, **kwargs)
+
+    monkeypatch.setattr(snakemake.jobs.Job, "log_info", patches.unseen_records_skipped(counted))
+    monkeypatch.setattr(adapter.snakemake_logger(), "propagate", False)  # pytest's capture on the root logger reads all
+    output = OutputSettings(quiet={Quietness.RULES} if quiet else None)
+    workflow, _, workflow_api = parsed(output, text=THREE)
+    if handler:
+        dry_run_with_handler(workflow_api, Records())
+    else:
+        workflow_api.dag().execute_workflow(executor="dryrun")
+    assert len(records) == built and set(records) == {"all", "fixed"}
+    assert len(workflow.dag.jobs) == 4
+
+
+class ShowsNoRecords(logging.Handler):
+    shows_job_records = False
+
+    def emit(self, record):
+        raise AssertionError("not asked")
+
+
+@pytest.mark.parametrize(
+    ("handlers", "shown"),
+    [
+        (["default"], True),
+        (["quiet"], False),
+        (["quiet", "plugin"], True),
+        (["quiet", "plugin at ERROR"], False),
+        (["quiet", "says no"], False),
+        (["quiet", "queued says no"], False),
+        (["quiet", "queued plugin"], True),
+    ],
+)
+def test_records_shown_asks_every_handler(handlers, shown):
+    """A job's record is shown when a handler's filters pass it (Snakemake's handlers), when a
+    handler may read it (any other at INFO), unless a handler says it shows none."""
+    import logging.handlers
+    import queue
+    from types import SimpleNamespace
+
+    from snakemake.logging import ColorizingTextHandler, DefaultFilter
+    from snakemake.settings.enums import Quietness
+
+    logger = logging.Logger("genomon-smk-test-records")  # no parent: nothing of pytest's
+    listener = SimpleNamespace(handlers=[])
+    for name in handlers:
+        if name in ("default", "quiet"):
+            handler = ColorizingTextHandler(nocolor=True)
+            handler.addFilter(DefaultFilter({Quietness.RULES} if name == "quiet" else None, False, False, True, False))
+        elif name.startswith("plugin"):
+            handler = Records(logging.ERROR if name.endswith("ERROR") else logging.NOTSET)
+        elif name == "says no":
+            handler = ShowsNoRecords()
+        else:
+            listener.handlers.append(ShowsNoRecords() if name.endswith("says no") else Records())
+            handler = logging.handlers.QueueHandler(queue.Queue())
+        logger.addHandler(handler)
+    manager = SimpleNamespace(logger=logger, queue_listener=listener)
+    assert patches.records_shown(manager) is shown
 
 
 def test_plan_faster_keeps_every_jobs_conda_env(parsed, tmp_path):

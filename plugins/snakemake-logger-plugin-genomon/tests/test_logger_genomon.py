@@ -111,6 +111,17 @@ def test_a_dry_run_shows_no_job_lines_and_its_job_stats_once(console):
     assert stream.getvalue().splitlines() == ["Job stats: ..."]
 
 
+@pytest.mark.parametrize(("settings", "shows"), [({"dryrun": True}, False), ({"dryrun": True, "printshellcmds": True}, True),
+                                               ({"dryrun": True, "verbose": True}, True), ({}, True)])
+def test_it_says_whether_it_shows_job_records(console, settings, shows):
+    """What a dry run's job records (JOB_INFO, SHELLCMD) become on this console, said up front:
+    genomon-smk builds no record that no handler shows."""
+    handler, stream = console(**settings)
+    assert handler.shows_job_records is shows
+    handler.handle(job_info(1, "markdup"))
+    assert bool(stream.getvalue()) is shows
+
+
 def test_the_closing_lines_come_after_the_last_record_of_a_run(console):
     handler, stream = console()
     seen = []

@@ -16,8 +16,11 @@ from __future__ import annotations
 import collections
 import contextvars
 import functools
+import logging
+import logging.handlers
 import sys
 import types
+import weakref
 
 # The Snakemake versions the patches were tested on (tests/test_snakemake_patches.py runs them on
 # the installed one; requirements.txt pins one of these).
@@ -74,7 +77,13 @@ def plan_faster() -> None:
     - every job's record (Job.log_info, once per job, dry run or not) formats the job's shell
       command three times (Job.shellcmd: the JOB_INFO record's field, the SHELLCMD record's
       message and field), each a format of the rule's shell with the Snakefile's globals: once
-      per record (the same text; a fifth of a dry run's CPU)."""
+      per record (the same text; a fifth of a dry run's CPU);
+    - in a dry run whose job records no log handler shows (records_shown: `--quiet rules`, or
+      this workflow's console, which lists no jobs in a dry run), every job's record is still
+      built (its files formatted, params, resources and shell command evaluated, then dropped by
+      every handler): built for the first job of each rule only (a rule's template or function
+      that fails still stops the dry run there), skipped for the rest (a third of a cohort's
+      dry run)."""
     import snakemake.common
     import snakemake.jobs
     import snakemake.rules
@@ -91,7 +100,7 @@ def plan_faster() -> None:
         job.conda_env_spec = property(rule_env_first(job.conda_env_spec.fget, snakemake.rules._NOT_CACHED))
     if not hasattr(job.log_info, "full"):
         job.shellcmd = property(shellcmd_once_per_record(job.shellcmd.fget))
-        job.log_info = one_shellcmd_per_record(job.log_info)
+        job.log_info = unseen_records_skipped(one_shellcmd_per_record(job.log_info))
 
 
 # The job whose record Job.log_info is writing and its shell command once formatted (a list of
@@ -112,6 +121,68 @@ def one_shellcmd_per_record(full):
 
     log_info.full = full
     return log_info
+
+
+# Per dry run (its DAG): the rules whose first job's record was built; None when records are shown.
+RULES_RECORDED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def unseen_records_skipped(full):
+    """Job.log_info, skipped in a dry run whose records no handler shows for every job but the
+    first of its rule (RULES_RECORDED)."""
+
+    def log_info(job, *args, **kwargs):
+        dag = job.dag
+        if dag.workflow.dryrun:
+            if dag not in RULES_RECORDED:  # the handlers are set before the DAG is built
+                manager = getattr(dag.workflow, "logger_manager", None)
+                shown = manager is None or records_shown(manager)
+                RULES_RECORDED[dag] = None if shown else set()
+            recorded = RULES_RECORDED[dag]
+            if recorded is not None:
+                if job.rule.name in recorded:
+                    return None
+                recorded.add(job.rule.name)
+        return full(job, *args, **kwargs)
+
+    log_info.full = full
+    return log_info
+
+
+def records_shown(manager) -> bool:
+    """Whether a handler of Snakemake's logger (its logger manager's) would show a job's record
+    (JOB_INFO or SHELLCMD, logged at INFO): any handler at INFO or below but Snakemake's own and
+    the standard library's stream and file handlers is taken to show them (a logger plugin may
+    read every record), unless it says it does not (`shows_job_records`, this workflow's
+    console); those show what their filters pass."""
+    from snakemake.logging import ColorizingTextHandler
+    from snakemake_interface_logger_plugins.common import LogEvent
+
+    known = (ColorizingTextHandler, logging.StreamHandler, logging.FileHandler)
+    handlers = []
+    logger = manager.logger
+    while logger is not None:
+        handlers.extend(logger.handlers)
+        logger = logger.parent if logger.propagate else None
+    listener = manager.queue_listener
+    if listener is not None:
+        handlers.extend(listener.handlers)
+    probes = []
+    for event in (LogEvent.JOB_INFO, LogEvent.SHELLCMD):
+        probe = logging.LogRecord(manager.logger.name, logging.INFO, __file__, 0, "", None, None)
+        probe.event = event
+        probes.append(probe)
+    for handler in handlers:
+        if isinstance(handler, logging.handlers.QueueHandler) and listener is not None:
+            continue  # the plugins' handlers' transport: they are listed above
+        shows = getattr(handler, "shows_job_records", None)
+        if shows is False or handler.level > logging.INFO:
+            continue
+        if shows is None and type(handler) not in known:
+            return True
+        if any(handler.filter(probe) for probe in probes):
+            return True
+    return False
 
 
 def shellcmd_once_per_record(full):

@@ -149,6 +149,12 @@ class LogHandler(LogHandlerBase):
         return False
 
     @property
+    def shows_job_records(self) -> bool:
+        """Whether a job's record (JOB_INFO, SHELLCMD) can be shown: not in a dry run without -p
+        or --verbose (text()); genomon-smk's planning then builds no record that nobody sees."""
+        return not self.dry_run or self.full
+
+    @property
     def has_formatter(self) -> bool:
         return False
 

@@ -245,6 +245,14 @@ def test_nested_command_line_values_get_the_types_a_config_file_gives():
                       "cluster": "slurm"}
 
 
+@pytest.mark.parametrize(("given", "typed"), [("false", False), ("true", True), ("null", None), ("auto", "auto")])
+def test_top_level_command_line_values_get_the_types_a_config_file_gives(given, typed):
+    """`--config snakemake_patches=false`: Snakemake types only `True`/`False` and numbers."""
+    config = {"snakemake_patches": given, "cluster": "slurm"}
+    typed_command_line(config, {"snakemake_patches": given})
+    assert config == {"snakemake_patches": typed, "cluster": "slurm"}
+
+
 def test_a_bad_command_line_value_is_blamed_on_the_command_line_in_plain_words(tmp_path):
     config_file = tmp_path / "config.yaml"
     config_file.write_text("reference: ref.fa\nmap:\n  threads: 2\nmarkdup:\n  threads: fast\n")

@@ -169,13 +169,12 @@ def leaf_paths(mapping: dict, prefix: tuple[str, ...] = ()) -> list[tuple[str, .
 
 
 def typed_command_line(config: dict, command_line: dict) -> None:
-    """A nested --config value reaches the config as text (`--config 'split={chunks: 3}'`: '3';
-    Snakemake reads inside braces with YAML's base loader): each such value that YAML reads as a
-    number, true/false or null gets that type, as in a config file. Top-level values are typed
-    already."""
+    """A --config value that YAML would type reaches the config as text: nested ones
+    (`--config 'split={chunks: 3}'`: '3'; Snakemake reads inside braces with YAML's base loader)
+    and top-level true/false/null (`--config snakemake_patches=false`: Snakemake types numbers
+    and only `True`/`False`). Each such value that YAML reads as a number, true/false or null
+    gets that type, as in a config file."""
     for path in leaf_paths(command_line):
-        if len(path) < 2:
-            continue
         node = value_at(config, path[:-1])
         last = path[-1]
         value = node.get(last) if isinstance(node, dict) else None

@@ -260,6 +260,27 @@ def test_plan_faster_formats_a_shell_command_once_per_record(parsed, monkeypatch
     assert full(fixed) == "touch out/a.txt" and formatted.count(fixed) == 3
 
 
+def test_plan_faster_answers_is_flagged_at_once_for_plain_paths():
+    """The same answer as Snakemake's is_flagged, for every kind of file, in every module that
+    imported it."""
+    import snakemake.dag
+    import snakemake.io
+    import snakemake.jobs
+    from snakemake.io import IOFile, temp
+
+    patches.plan_faster()
+    quick = snakemake.io.is_flagged
+    assert quick is snakemake.dag.is_flagged is snakemake.jobs.is_flagged and hasattr(quick, "full")
+    plain_path = IOFile("out/a.txt")
+    plain_path._file = "out/a.txt"  # as plan_smaller leaves an unflagged file
+    files = ["out/a.txt", IOFile("out/a.txt"), plain_path, temp("out/b.txt"), IOFile(temp("out/b.txt")),
+             snakemake.io.directory("out/d")]
+    for file in files:
+        for flag in ("temp", "directory", "storage_object", "pipe"):
+            assert quick(file, flag) is quick.full(file, flag), (file, flag)
+    assert quick(IOFile(temp("out/b.txt")), "temp") is True
+
+
 THREE = """
 SEEN = {}
 rule all:

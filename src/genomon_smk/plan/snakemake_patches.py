@@ -83,11 +83,25 @@ def plan_faster() -> None:
       built (its files formatted, params, resources and shell command evaluated, then dropped by
       every handler): built for the first job of each rule only (a rule's template or function
       that fails still stops the dry run there), skipped for the rest (a third of a cohort's
-      dry run)."""
+      dry run);
+    - `is_flagged(file, flag)`, asked millions of times while a cohort's DAG is built (every
+      file, for storage, temp, pipe ... flags), takes an isinstance of an abstract class for each:
+      a plain str, or a file whose path is a plain str (plan_smaller makes most of them so), has
+      no flags: False at once (the same answer)."""
     import snakemake.common
+    import snakemake.dag
+    import snakemake.io
     import snakemake.jobs
+    import snakemake.persistence
     import snakemake.rules
     import snakemake.scheduling.job_scheduler as job_scheduler
+
+    original = snakemake.io.is_flagged
+    if not hasattr(original, "full"):
+        quick = unflagged_at_once(original, snakemake.io._IOFile)
+        for module in (snakemake.io, snakemake.dag, snakemake.jobs, snakemake.rules, snakemake.persistence):
+            if getattr(module, "is_flagged", None) is original:
+                module.is_flagged = quick
 
     for module in (snakemake.common, snakemake.rules, snakemake.jobs):
         if not hasattr(module.get_function_params, "uncached"):
@@ -199,6 +213,20 @@ def shellcmd_once_per_record(full):
 
     shellcmd.full = full
     return shellcmd
+
+
+def unflagged_at_once(full, iofile_class):
+    """snakemake.io.is_flagged, False at once for a plain str and for a file whose path is one
+    (_IOFile.flags reads the path's flags: a str has none)."""
+
+    def is_flagged(value, flag):
+        kind = type(value)
+        if kind is str or (kind is iofile_class and type(value._file) is str):
+            return False
+        return full(value, flag)
+
+    is_flagged.full = full
+    return is_flagged
 
 
 def not_in_dry_runs(full):

@@ -1,6 +1,8 @@
 """Cohorts at a cluster's granularity (issue 39): the stage plan of any cohort without Snakemake's
 DAG, and a cohort run in batches (Snakemake's --batch) whose results equal a one-shot run's."""
 
+import os
+import re
 import subprocess
 import sys
 import time
@@ -99,3 +101,31 @@ def test_a_cohort_run_in_batches_equals_the_one_shot_run_and_resumes(tmp_path, s
     again = subprocess.run(command, cwd=RUN_DIR, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr[-6000:]
     assert again.stderr.count("Nothing to be done") == 3, again.stderr[-6000:]
+
+
+@pytest.mark.workflow
+def test_the_planning_patches_plan_the_same_jobs_with_the_same_records(tmp_path, testdata):
+    """A dry run of the pair scenario with every job's record shown (-p: each job's rule, files,
+    wildcards, reason, resources and shell command) prints the same with Snakemake's planning
+    patched as with `snakemake_patches: false` (genomon_smk.plan.snakemake_patches)."""
+    config = scenario_copy(tmp_path, testdata, "config-pair")
+
+    def records(*args):
+        # One hash seed for both: a job's reason lists a set of files in the set's order.
+        result = run_snakemake(config, "-n", "-p", *args, env={**os.environ, "PYTHONHASHSEED": "0"})
+        assert "genomon-smk: Snakemake" not in result.stderr  # patched unless told not to
+        lines = result.stdout.splitlines()
+        # From the first job's record on (the run's header names the command, config and date);
+        # the records and the temporary files that would be removed (printed where the
+        # scheduler's order puts them), each in any order.
+        first = next(n for n, line in enumerate(lines) if line.startswith("[") and line.endswith("]"))
+        removed = sorted(line for line in lines[first:] if line.startswith("Would remove temporary output"))
+        text = "\n".join(line.rstrip() for line in lines[first:] if not line.startswith("Would remove"))
+        records = re.split(r"^\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]$", text, flags=re.MULTILINE)
+        records = sorted(record.strip() for record in records if record.strip())
+        assert len(records) == sum(job_stats(result.stdout).values())  # one record per job
+        return records, removed
+
+    patched, unpatched = records(), records("--config", "snakemake_patches=false")
+    assert len(patched[0]) > 40 and patched[1]
+    assert patched == unpatched

@@ -281,6 +281,110 @@ def test_plan_faster_answers_is_flagged_at_once_for_plain_paths():
     assert quick(IOFile(temp("out/b.txt")), "temp") is True
 
 
+def test_plan_faster_applies_wildcards_as_snakemake_does():
+    """The same text as Snakemake's apply_wildcards for every kind of pattern, in every module
+    that imported it, and the same error for a wildcard the values lack."""
+    import snakemake.io
+    import snakemake.rules
+    from snakemake.exceptions import WildcardError
+    from snakemake.io import AnnotatedString, temp
+
+    patches.plan_faster()
+    quick = snakemake.io.apply_wildcards
+    assert quick is snakemake.rules.apply_wildcards and hasattr(quick, "full")
+    values = {"sample": "tumor", "region": "chr1_1", "n": 3, "a.b": "dotted"}
+    flagged = AnnotatedString("out/{sample}.txt")
+    flagged.flags["temp"] = True
+    patterns = ["out/a.txt", "", "out/{sample}/{region}.bam", "{sample}", "x{sample}{region}y",
+                "out/{sample,[a-z]+}/{n, \\d{1,3}}.txt", "{ sample }/{a.b}", "{{sample}}", "a}b{",
+                flagged, temp("map/{sample}"), "out/{sample}.txt"]
+    for _ in range(2):  # found, then remembered
+        for pattern in patterns:
+            assert quick(pattern, values) == quick.full(pattern, values), pattern
+            assert type(quick(pattern, values)) is str
+    with pytest.raises(WildcardError, match="'chunk'"):
+        quick("out/{chunk}.txt", values)
+    with pytest.raises(WildcardError, match="'chunk'"):
+        quick.full("out/{chunk}.txt", values)
+
+
+def test_common_prefix_by_halves_is_snakemakes():
+    import random
+
+    from snakemake.common.prefix_lookup import PrefixLookup
+
+    patches.plan_faster()
+    quick = PrefixLookup._common_prefix
+    assert hasattr(quick, "full")
+    lookup = PrefixLookup([])
+    rng = random.Random(7)
+    pairs = [("abc", "abc"), ("ab", "abc"), ("abc", "ab"), ("a", "b"), ("/x/y/z", "/x/q"), ("a", "a")]
+    for _ in range(2000):
+        base = "".join(rng.choice("ab/") for _ in range(rng.randint(1, 12)))
+        pairs.append((base + "".join(rng.choice("ab") for _ in range(rng.randint(0, 4))),
+                      base[: rng.randint(1, len(base))] + "".join(rng.choice("ab") for _ in range(rng.randint(0, 4)))))
+    for first, second in pairs:
+        assert quick(lookup, first, second) == quick.full(lookup, first, second), (first, second)
+
+
+def test_clean_paths_pass_warns_as_snakemake_does(monkeypatch):
+    """_IOFile.check patched: the same warnings for every path (none for a clean one)."""
+    import snakemake.io
+    from snakemake.io import IOFile, temp
+
+    patches.plan_faster()
+    check = snakemake.io._IOFile.check
+    assert hasattr(check, "full")
+    warnings = []
+    monkeypatch.setattr(snakemake.io.logger, "warning", warnings.append)
+    paths = ["out/a.txt", "/abs/b.bam", temp("out/t.txt"), "./a", " a", "a ", "a//b", "a\nb", "out/{x-y}.txt",
+             "s3://bucket/k", ""]
+    for path in paths:
+        file = IOFile(path)
+        check(file)
+        quick = list(warnings)
+        warnings.clear()
+        check.full(file)
+        assert quick == warnings, path
+        assert bool(warnings) == (path in ("./a", " a", "a ", "a//b", "a\nb", "")), path
+        warnings.clear()
+
+
+def test_path_parts_are_pathlibs():
+    for path in ["a/b", "/a//b/./c", "//x/y", "///x", "a/../b", "./", "/", ".", "a/b/", "x/.h/./"]:
+        assert patches.path_parts(path, os.getcwd()) == Path(path).absolute().parts, path
+
+
+CHILD = """
+rule all:
+    input: "out/d", "out/d/inner.txt"
+
+rule directory_output:
+    output: directory("out/d")
+    shell: "mkdir -p {output}"
+
+rule inside:
+    output: "out/d/inner.txt"
+    shell: "touch {output}"
+"""
+
+
+def test_plan_faster_refuses_an_output_inside_another_jobs_directory(parsed):
+    """DAG.check_directory_outputs patched: the same ChildIOException, naming both paths."""
+    from snakemake.exceptions import ChildIOException
+
+    patches.plan_faster()
+    workflow, _, workflow_api = parsed(text=CHILD)
+    with pytest.raises(ChildIOException) as refused:
+        workflow_api.dag().execute_workflow(executor="dryrun")
+    message = str(refused.value)
+    assert hasattr(type(workflow.dag).check_directory_outputs, "full")
+    assert str(Path("out/d").absolute()) in message and str(Path("out/d/inner.txt").absolute()) in message
+    with pytest.raises(ChildIOException) as unpatched:
+        type(workflow.dag).check_directory_outputs.full(workflow.dag)
+    assert str(unpatched.value) == message
+
+
 THREE = """
 SEEN = {}
 rule all:

@@ -16,8 +16,11 @@ from __future__ import annotations
 import collections
 import contextvars
 import functools
+import gc
 import logging
 import logging.handlers
+import os
+import pathlib
 import sys
 import types
 import weakref
@@ -87,8 +90,27 @@ def plan_faster() -> None:
     - `is_flagged(file, flag)`, asked millions of times while a cohort's DAG is built (every
       file, for storage, temp, pipe ... flags), takes an isinstance of an abstract class for each:
       a plain str, or a file whose path is a plain str (plan_smaller makes most of them so), has
-      no flags: False at once (the same answer)."""
+      no flags: False at once, and a path with flags (an AnnotatedString) answers from its flags
+      dict (the same answer);
+    - `apply_wildcards(pattern, wildcards)` (every file of every job) runs the wildcard regex's
+      substitution over the pattern each time: a pattern's pieces are found once (a path
+      without a brace has no wildcard and is returned as the substitution returns it);
+    - DAG.check_directory_outputs sorts a pathlib.Path of every output of every job to find one
+      inside another job's directory: the same sort and test on the paths' parts as tuples of
+      strings (the Path made only for the error);
+    - the interpreter's full garbage collection walks every object of the process each time
+      the objects it holds grew by a quarter: a DAG of 375,000 jobs is made of tens of millions
+      of objects, walked again and again while it grows (a tenth of a cohort's dry run). Full
+      collections run a hundred times less often (the third threshold of gc.set_threshold;
+      the younger generations, which free a job's short-lived cycles, as before);
+    - _IOFile.check (every file of every job) formats the rule's name, line and Snakefile for
+      its warnings before it tests the path: nothing is formatted for a path that none of its
+      warnings is about (the same warnings for the others);
+    - PrefixLookup._common_prefix (Snakemake's search for the rules that may make a file)
+      compares two paths a character at a time in Python: the same prefix found by halving
+      (slices compared in C)."""
     import snakemake.common
+    import snakemake.common.prefix_lookup
     import snakemake.dag
     import snakemake.io
     import snakemake.jobs
@@ -96,12 +118,24 @@ def plan_faster() -> None:
     import snakemake.rules
     import snakemake.scheduling.job_scheduler as job_scheduler
 
+    modules = (snakemake.io, snakemake.dag, snakemake.jobs, snakemake.rules, snakemake.persistence)
     original = snakemake.io.is_flagged
     if not hasattr(original, "full"):
-        quick = unflagged_at_once(original, snakemake.io._IOFile)
-        for module in (snakemake.io, snakemake.dag, snakemake.jobs, snakemake.rules, snakemake.persistence):
-            if getattr(module, "is_flagged", None) is original:
-                module.is_flagged = quick
+        replace_everywhere(modules, "is_flagged", unflagged_at_once(original, snakemake.io._IOFile))
+    original = snakemake.io.apply_wildcards
+    if not hasattr(original, "full"):
+        replace_everywhere(modules, "apply_wildcards", pattern_pieces_once(original, snakemake.io.WILDCARD_REGEX))
+    dag = snakemake.dag.DAG
+    if not hasattr(dag.check_directory_outputs, "full"):
+        dag.check_directory_outputs = directory_outputs_by_parts(dag.check_directory_outputs)
+    iofile = snakemake.io._IOFile
+    if not hasattr(iofile.check, "full"):
+        iofile.check = clean_paths_pass(iofile.check)
+    lookup = snakemake.common.prefix_lookup.PrefixLookup
+    if not hasattr(lookup._common_prefix, "full"):
+        lookup._common_prefix = common_prefix_by_halves(lookup._common_prefix)
+    first, second, third = gc.get_threshold()
+    gc.set_threshold(first, second, max(third, RARE_FULL_COLLECTIONS))
 
     for module in (snakemake.common, snakemake.rules, snakemake.jobs):
         if not hasattr(module.get_function_params, "uncached"):
@@ -215,18 +249,173 @@ def shellcmd_once_per_record(full):
     return shellcmd
 
 
+# gc.set_threshold's third threshold while planning: a full collection after this many
+# collections of the middle generation instead of Python's 10 (and only once the long-lived
+# objects grew by a quarter, as before).
+RARE_FULL_COLLECTIONS = 1000
+
+
+def replace_everywhere(modules, name: str, quick) -> None:
+    """Module attribute `name` replaced by `quick` in each module that holds quick.full by that
+    name (Snakemake imports its helpers by name into other modules)."""
+    for module in modules:
+        if getattr(module, name, None) is quick.full:
+            setattr(module, name, quick)
+
+
 def unflagged_at_once(full, iofile_class):
     """snakemake.io.is_flagged, False at once for a plain str and for a file whose path is one
-    (_IOFile.flags reads the path's flags: a str has none)."""
+    (_IOFile.flags reads the path's flags: a str has none); an AnnotatedString, or a file whose
+    path is one, answers from its flags dict as AnnotatedStringInterface.is_flagged does."""
+    from snakemake.io import AnnotatedString
 
     def is_flagged(value, flag):
         kind = type(value)
-        if kind is str or (kind is iofile_class and type(value._file) is str):
+        if kind is iofile_class:
+            value = value._file
+            kind = type(value)
+        if kind is str:
             return False
+        if kind is AnnotatedString:
+            flags = value._flags
+            return flag in flags and bool(flags[flag])
         return full(value, flag)
 
     is_flagged.full = full
     return is_flagged
+
+
+def pattern_pieces_once(full, wildcard_regex):
+    """snakemake.io.apply_wildcards with each pattern's literal pieces and wildcard names found
+    once (PATTERN_PIECES): the same text as the regex's substitution, the same WildcardError for
+    a wildcard the values lack. A pattern without "{" has no wildcard: returned as re.sub
+    returns it (a plain str)."""
+    from snakemake.exceptions import WildcardError
+
+    def apply_wildcards(pattern, wildcards):
+        if "{" not in pattern:
+            return str(pattern)
+        pieces = PATTERN_PIECES.get(pattern)
+        if pieces is None:
+            pieces = pattern_pieces(pattern, wildcard_regex)
+            if len(PATTERN_PIECES) < PATTERN_PIECES_KEPT:
+                PATTERN_PIECES[str(pattern)] = pieces
+        literals, names = pieces
+        if not names:
+            return str(pattern)
+        text = [literals[0]]
+        for name, literal in zip(names, literals[1:]):
+            try:
+                value = wildcards[name]
+            except KeyError as error:
+                raise WildcardError(str(error)) from error
+            text.append(str(value))
+            text.append(literal)
+        return "".join(text)
+
+    apply_wildcards.full = full
+    return apply_wildcards
+
+
+# A workflow's file patterns (a few hundred): their pieces, and at most this many kept (a path
+# with a brace made by an input function is not a pattern that comes back).
+PATTERN_PIECES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+PATTERN_PIECES_KEPT = 10_000
+
+
+def pattern_pieces(pattern: str, wildcard_regex) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A pattern's literal pieces (one more than its wildcards) and its wildcards' names."""
+    literals, names, end = [], [], 0
+    for match in wildcard_regex.finditer(pattern):
+        literals.append(pattern[end : match.start()])
+        names.append(match.group("name"))
+        end = match.end()
+    literals.append(pattern[end:])
+    return tuple(literals), tuple(names)
+
+
+def path_parts(path: str, cwd: str) -> tuple[str, ...]:
+    """pathlib.Path(path).absolute().parts on a POSIX system: the root ("//" for exactly two
+    leading slashes, as POSIX allows), then the names, without empty and "." ones."""
+    if not path.startswith("/"):
+        path = f"{cwd}/{path}"
+    root = "//" if path.startswith("//") and not path.startswith("///") else "/"
+    return (root, *(name for name in path.split("/") if name and name != "."))
+
+
+def parts_key(path: str, cwd: str) -> str:
+    """path_parts joined by NUL (no name holds one, and it sorts before every other character):
+    these keys sort as the parts' tuples do, and a path inside another's directory has the
+    other's key and a NUL at its start."""
+    return "\0".join(path_parts(path, cwd))
+
+
+def directory_outputs_by_parts(full):
+    """DAG.check_directory_outputs on the outputs' path parts (parts_key: pathlib's order on
+    POSIX) instead of Path objects: the same pairs compared, the same ChildIOException with the
+    same Paths."""
+    from snakemake.exceptions import ChildIOException
+
+    def check_directory_outputs(dag):
+        if os.name != "posix":
+            return full(dag)
+        cwd = os.getcwd()
+        outputs = sorted({(parts_key(f, cwd), job) for job in dag.jobs for f in job.output})
+        for (a, job_a), (b, job_b) in zip(outputs, outputs[1:]):
+            if b.startswith(f"{a}\0") and job_a != job_b:
+                raise ChildIOException(
+                    parent=(pathlib.Path(*a.split("\0")), job_a), child=(pathlib.Path(*b.split("\0")), job_b)
+                )
+
+    check_directory_outputs.full = full
+    return check_directory_outputs
+
+
+def clean_paths_pass(full):
+    """_IOFile.check, returning at once for a path (a str, flagged or not) that none of
+    snakemake.io.check's warnings is about: not empty, no "./" or blank at its start, no blank at
+    its end, no line break, no "//" (the double-slash warning's), no "{" (the illegal wildcard
+    name warning's)."""
+    from snakemake.io import AnnotatedString
+
+    def check(file):
+        path = file._file
+        if (
+            type(path) in (str, AnnotatedString)
+            and path
+            and path[0] != " "
+            and path[-1] != " "
+            and not path.startswith("./")
+            and "\n" not in path
+            and "//" not in path
+            and "{" not in path
+        ):
+            return None
+        return full(file)
+
+    check.full = full
+    return check
+
+
+def common_prefix_by_halves(full):
+    """PrefixLookup._common_prefix: the common prefix of two strings, one character shorter where
+    one string starts with the other (what its loop returns), found by halving."""
+
+    def _common_prefix(lookup, first, second):
+        shorter = min(len(first), len(second))
+        if not shorter:
+            return full(lookup, first, second)
+        low, high = 0, shorter
+        while low < high:
+            middle = (low + high + 1) // 2
+            if first[:middle] == second[:middle]:
+                low = middle
+            else:
+                high = middle - 1
+        return first[: low - 1 if low == shorter else low]
+
+    _common_prefix.full = full
+    return _common_prefix
 
 
 def not_in_dry_runs(full):

@@ -274,7 +274,7 @@ def test_plan_faster_answers_is_flagged_at_once_for_plain_paths():
     plain_path = IOFile("out/a.txt")
     plain_path._file = "out/a.txt"  # as plan_smaller leaves an unflagged file
     files = ["out/a.txt", IOFile("out/a.txt"), plain_path, temp("out/b.txt"), IOFile(temp("out/b.txt")),
-             snakemake.io.directory("out/d")]
+             snakemake.io.directory("out/d"), IOFile(IOFile(temp("out/c.txt"))), IOFile(lambda wildcards: "x")]
     for file in files:
         for flag in ("temp", "directory", "storage_object", "pipe"):
             assert quick(file, flag) is quick.full(file, flag), (file, flag)

@@ -270,14 +270,12 @@ def unflagged_at_once(full, iofile_class):
     from snakemake.io import AnnotatedString
 
     def is_flagged(value, flag):
-        kind = type(value)
-        if kind is iofile_class:
-            value = value._file
-            kind = type(value)
+        path = value._file if type(value) is iofile_class else value
+        kind = type(path)
         if kind is str:
             return False
         if kind is AnnotatedString:
-            flags = value._flags
+            flags = path._flags
             return flag in flags and bool(flags[flag])
         return full(value, flag)
 

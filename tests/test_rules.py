@@ -85,18 +85,21 @@ HUMAN_PAIR = rules.CohortShape(samples=2, pairs=1, chunks=8, regions=75, mutatio
 
 
 @pytest.mark.parametrize("shape, cores, expected", [
-    # Two cores and a pair's 16 map jobs: one thread each, two jobs side by side.
-    (PAIR, 2, {"map_reads": 1, "markdup": 1}),
-    (PAIR, 8, {"map_reads": 1, "markdup": 2}),
-    # A 48-core workstation and a human pair: 16 map jobs x 3 threads; 150 markdup jobs x 1.
-    (HUMAN_PAIR, 48, {"map_reads": 3, "markdup": 1}),
+    # Two cores and a pair: a map job on both (one bwa, one copy of its index), markdup jobs
+    # one thread each, side by side.
+    (PAIR, 2, {"map_reads": 2, "markdup": 1}),
+    (PAIR, 8, {"map_reads": 8, "markdup": 2}),
+    # A 48-core workstation and a human pair: map jobs at map's most (8), 6 side by side;
+    # 150 markdup jobs x 1.
+    (HUMAN_PAIR, 48, {"map_reads": 8, "markdup": 1}),
+    (PAIR, 1, {"map_reads": 1, "markdup": 1}),
     # More cores than the jobs use: each rule's most.
     (PAIR, 1000, {"map_reads": 8, "markdup": 4}),
     # A cluster (no local cores): Genomon's 2 per job, whatever the node.
     (PAIR, None, {"map_reads": 2, "markdup": 2}),
     (HUMAN_PAIR, None, {"map_reads": 2, "markdup": 2}),
 ])
-def test_auto_threads_share_a_local_runs_cores_among_the_rules_jobs(shape, cores, expected):
+def test_auto_threads_give_map_jobs_a_local_runs_cores_and_share_them_among_markdup_jobs(shape, cores, expected):
     config = {"map": {"threads": "auto"}, "markdup": {"threads": "auto"}}
     assert {name: rules.FACTS[name].job_threads(config, shape, cores) for name in expected} == expected
 

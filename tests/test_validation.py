@@ -379,9 +379,9 @@ def test_troubleshooting_section_quotes_real_messages():
 
 
 @pytest.mark.parametrize("cores, cluster, expected", [
-    (2, "local", {"map_reads": 1, "markdup": 1}),
-    # The .test cohort: 5 samples x 4 chunks = 20 map jobs, 5 x 5 regions = 25 markdup jobs.
-    (48, "local", {"map_reads": 2, "markdup": 1}),
+    (2, "local", {"map_reads": 2, "markdup": 1}),
+    # The .test cohort: map jobs at map's most (8); 5 x 5 regions = 25 markdup jobs.
+    (48, "local", {"map_reads": 8, "markdup": 1}),
     (48, "slurm", {"map_reads": 2, "markdup": 2}),
     (1, "pjm", {"map_reads": 2, "markdup": 2}),
 ])

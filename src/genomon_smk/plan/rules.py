@@ -112,18 +112,19 @@ class Threads:
     every job everywhere; or "auto"). With "auto", on a cluster (one job per submission, and a
     cluster job's own Snakemake must arrive at its submission's count) a job has `cluster`
     threads; on a local run the run's cores are shared among the rule's jobs that can run side by
-    side (its job count for the cohort): at least 1, at most `most`. So two cores and a pair's 16
-    map jobs give 1 thread each (two bwa runs side by side instead of one on both cores), a
-    48-core workstation 3."""
+    side (its job count for the cohort), at least 1, at most `most`; or, with `all_local_cores`,
+    a job takes the run's cores (at most `most`) and the jobs run one after another."""
 
     config_key: str
     cluster: int
     most: int
+    all_local_cores: bool = False
 
     def choose(self, configured: int | str, jobs: int, cores: int | None) -> int:
         """A job's threads: the configured number, or for "auto" by the cores of a local run
         (None: a cluster, or cores unknown)."""
-        return auto_count(configured, cores, share=jobs, most=self.most, without_cores=self.cluster)
+        share = 1 if self.all_local_cores else jobs
+        return auto_count(configured, cores, share=share, most=self.most, without_cores=self.cluster)
 
 
 @dataclass(frozen=True)
@@ -224,11 +225,13 @@ RULES: tuple[Rule, ...] = (
     # cohort of imported BAMs has neither job.
     Rule("region_table", "map", RUN_WITH_MAP_JOBS),
     Rule("stage_reference", "map", RUN_READING_REFERENCE),
-    # bwa scales with threads (and the scatter's bamsort sorts on them); markdup's first pass is
-    # one thread beside bammerge, the rest only recompress: on 2 cores and a pair, 1 thread each
-    # lets two map jobs, or one sample's markdup and the other's map job, run side by side.
+    # bwa scales with threads (and the scatter's bamsort sorts on them), and one bwa on all of a
+    # machine's cores holds one copy of the index where side-by-side jobs hold one each: on 2
+    # cores, one 2-thread bwa spent 10-40 % less CPU than two 1-thread ones on the same reads
+    # (docs/benchmarks.md). markdup's first pass is one thread beside bammerge, the rest only
+    # recompress: its jobs share the cores, so a sample's markdup jobs run side by side.
     Rule("map_reads", "map", SAMPLE_CHUNK, 0, "map", ("output", "temp"), mem_mb=10600, runtime=120,
-         threads=Threads("map", cluster=2, most=8), node_share=ONE_PER_CMG),
+         threads=Threads("map", cluster=2, most=8, all_local_cores=True), node_share=ONE_PER_CMG),
     Rule("gather_map", "map", SAMPLE, 10, "map", ("output",)),
     Rule("markdup", "markdup", SAMPLE_REGION, 10, "markdup", ("output", "temp"), mem_mb=10600, runtime=360,
          threads=Threads("markdup", cluster=2, most=4), node_share=ONE_PER_CMG),

@@ -10,7 +10,7 @@ bam: the final tumor and normal BAMs. The script, per sample: `bwa mem -t CORES 
 -R RG | bamsort SO=coordinate`, then `bammarkduplicates` (the pipeline's tools, flags and
 compression). The pipeline: `snakemake --profile profiles/local --cores CORES` on the two final
 BAMs (+ index, md5) in a fresh output directory, at the default config (8 chunks, 50 Mb regions,
-threads auto: 1 per map and markdup job on 2 cores).
+threads auto: on 2 cores 2 per map job, 1 per markdup job).
 
 mutation: on the pipeline's BAMs, the mutation stage (snakemake on the tumor's result files: fisher,
 the filters, EBFilter against the panel, mutil, the VCFs) against a bare `samtools mpileup` of

@@ -113,7 +113,7 @@ class Threads:
     cluster job's own Snakemake must arrive at its submission's count) a job has `cluster`
     threads; on a local run the run's cores are shared among the rule's jobs that can run side by
     side (its job count for the cohort), at least 1, at most `most`; or, with `all_local_cores`,
-    a job takes the run's cores (at most `most`) and the jobs run one after another."""
+    a job takes the run's cores, at most `most` (on 2 cores the jobs run one after another)."""
 
     config_key: str
     cluster: int

@@ -285,7 +285,11 @@ def test_a_job_killed_on_shared_tmp_is_reported_and_its_rerun_with_a_transient_f
     shared_tmp = results / ".tiers" / "shared_tmp"
     pieces = shared_tmp / "map" / "pon1" / "chunk_0000"
     killer = tmp_path / "killer-bin"
-    fake_tool(killer, "bwa", 'echo "@HD\tVN:1.6"\necho "bwa: killing the job shell" >&2\nkill -9 $PPID\n')
+    # bwa dies with its job shell once the scatter has begun its sort in the work directory (not
+    # before: which of the two comes first would be a race).
+    fake_tool(killer, "bwa", f'echo "@HD\tVN:1.6"\nfor _ in $(seq 300); do\n'
+                             f'    ls {shared_tmp}/map.*/sorted.bam >/dev/null 2>&1 && break\n    sleep 0.1\ndone\n'
+                             'echo "bwa: killing the job shell" >&2\nkill -9 $PPID\n')
 
     failed = run_in(tmp_path, config, str(pieces), env=with_path(no_slurm_probe, killer))
     output = failed.stdout + failed.stderr

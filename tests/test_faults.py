@@ -115,6 +115,35 @@ def test_run_killed_during_map_and_during_markdup_resumes_to_the_same_results(sc
     assert running_jobs_marked_incomplete(tmp_path) == []
 
 
+@pytest.mark.parametrize("to_group", [True, False], ids=["ctrl-c", "sigint-to-snakemake"])
+def test_a_run_stopped_on_request_says_so_and_names_the_stopped_jobs(testdata, tmp_path, no_slurm_probe, to_group):
+    """Ctrl-C in a terminal (SIGINT to Snakemake and its jobs) or SIGINT to Snakemake alone
+    (`timeout -s INT`, a batch system's notice): the closing lines say the run was stopped on
+    request, not that jobs failed, and how to go on."""
+    config = write_config(tmp_path, testdata, split={"chunks": 1})
+    results = tmp_path / "results"
+    output = tmp_path / "run.out"
+    proc = start_in_own_session(tmp_path, config, output, str(results / ".tiers" / "shared_tmp" / "map" / "pon1"
+                                                                / "chunk_0000"), env=no_slurm_probe)
+    try:
+        wait_for_running_job(proc, results, "map_reads", output)
+        if to_group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            kill_process_group(proc)
+    text = output.read_text()
+    assert proc.returncode != 0
+    assert "genomon-smk: the run was stopped on request (Ctrl-C, SIGINT)" in text, text[-3000:]
+    assert "job(s) failed" not in text
+    assert "Run the same command again to go on" in text
+    if to_group:  # the job died of the signal: named, with its log
+        assert "running job(s) stopped" in text and "map_reads #" in text and "logs/map_reads/pon1/0000.log" in text
+
+
 # --- 2. a failing job
 
 
@@ -329,6 +358,16 @@ def test_cluster_profiles_retry_failed_jobs():
             clusters[path.parent.name] = settings.get("retries", 0)
     assert {"slurm", "slurm-allocation", "pjm"} <= set(clusters)
     assert {name: retries for name, retries in clusters.items() if retries < 1} == {}
+
+
+def test_every_profile_selects_jobs_without_writing_to_tmp():
+    """Snakemake's ILP scheduler writes its model of every round to /tmp and leaves it there when
+    the run is interrupted: every profile chooses the greedy one (nothing outside output_dir, the
+    tiers, resources/ and .snakemake/)."""
+    schedulers = {path.parent.name: yaml.safe_load(path.read_text()).get("scheduler")
+                  for path in sorted((REPO / "profiles").glob("*/config.v8+.yaml"))}
+    assert {"local", "slurm", "slurm-allocation", "pjm", "pjm-allocation"} <= set(schedulers)
+    assert {name: scheduler for name, scheduler in schedulers.items() if scheduler != "greedy"} == {}
 
 
 # --- 5. out of space in a tier

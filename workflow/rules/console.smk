@@ -67,11 +67,11 @@ def replaced_inputs(dry_run):
 
 def closing_lines(end):
     """The closing lines for the logger plugin (end: its RunEnd): the run's summary, or the
-    failed jobs and their logs; nothing after an error that failed no job (Snakemake's message
-    says it)."""
-    if end.failed_jobs:
+    failed or stopped jobs and their logs; nothing after an error that failed no job (Snakemake's
+    message says it)."""
+    if end.failed_jobs or end.interrupted:
         failed = {f"{job.rule} #{job.jobid}": list(job.logs) for job in end.failed_jobs}
-        lines = [failure_summary(OUTPUT_DIR, failed, FAILURE_PLACES)]
+        lines = [failure_summary(OUTPUT_DIR, failed, FAILURE_PLACES, end.interrupted)]
     elif end.error:
         return None
     else:

@@ -155,6 +155,23 @@ def test_a_failed_run_ends_with_the_jobs_whose_last_attempt_failed(console):
     assert "Select jobs to execute..." in stream.getvalue()
 
 
+def test_a_run_stopped_on_request_is_told_apart_from_a_failed_one(console):
+    """Snakemake's scheduler line on Ctrl-C is shown (its other lines are not) and the run's end
+    says it was stopped; the jobs the signal killed are still listed."""
+    handler, stream = console()
+    ends = []
+    at_end(lambda end: ends.append(end) or "closing", key="w")
+    handler.handle(record("Workflow has started!", event=LogEvent.WORKFLOW_STARTED))
+    handler.handle(record("Select jobs to execute...", module="job_scheduler", func="schedule"))
+    handler.handle(record("Terminating processes on user request, this might take some time.",
+                          module="job_scheduler", func="schedule"))
+    handler.handle(job_error(4, "map_reads", ["logs/map/1.log"]))
+    handler.close()
+    assert ends == [RunEnd(False, (FailedJob("map_reads", 4, ("logs/map/1.log",)),), interrupted=True)]
+    shown = stream.getvalue()
+    assert "Terminating processes on user request" in shown and "Select jobs to execute" not in shown
+
+
 def test_no_closing_lines_without_a_workflow_run_or_with_quiet_all(console):
     """`snakemake --unlock`, --list, ... run no workflow (no WORKFLOW_STARTED event)."""
     handler, stream = console()

@@ -160,17 +160,24 @@ def summary(
     return "\n".join(lines)
 
 
-def failure_summary(output_dir: str, failed_jobs: dict[str, list[str]], places: dict[str, str]) -> str:
+def failure_summary(output_dir: str, failed_jobs: dict[str, list[str]], places: dict[str, str],
+                    interrupted: bool = False) -> str:
     """The closing lines of a failed run: each failed job (rule: its logs) and how to go on.
     failed_jobs: rule and job id ("map_reads #12") -> the job's log files; empty when they are
-    not known here (Snakemake's error messages above name them)."""
-    if failed_jobs:
+    not known here (Snakemake's error messages above name them). interrupted: the run was
+    stopped on the user's request (Ctrl-C, SIGINT), and its failed jobs are the ones it stopped."""
+    if interrupted:
+        stopped = f": {len(failed_jobs)} running job(s) stopped" if failed_jobs else ""
+        lines = [f"genomon-smk: the run was stopped on request (Ctrl-C, SIGINT){stopped}"]
+    elif failed_jobs:
         lines = [f"genomon-smk: the run failed: {len(failed_jobs)} job(s) failed"]
     else:
         lines = ["genomon-smk: the run failed (Snakemake's error messages above name the failed jobs)"]
     for job, logs in failed_jobs.items():
         lines.append(f"  {job}: " + (", ".join(relative(log, output_dir) for log in logs) or "no log"))
     lines.append(
+        "  Run the same command again to go on: finished results are kept; the stopped jobs and what"
+        " needs them run (partial outputs of the stopped jobs were removed)." if interrupted else
         "  Fix the cause and run the same command again: finished results are kept; the failed jobs"
         " and what needs them run again (partial outputs of the failed jobs were removed)."
     )

@@ -39,16 +39,19 @@ class FailedJob:
 
 @dataclass(frozen=True)
 class RunEnd:
-    """How the run ended, for the closing lines: a dry run, the jobs that failed, and whether
-    Snakemake reported an error (ERROR event: a failed DAG, a lock, an exception)."""
+    """How the run ended, for the closing lines: a dry run, the jobs that failed, whether
+    Snakemake reported an error (ERROR event: a failed DAG, a lock, an exception) and whether it
+    was stopped on the user's request (Ctrl-C, SIGINT: its running jobs then fail or
+    are cancelled because of it)."""
 
     dry_run: bool
     failed_jobs: tuple[FailedJob, ...] = ()
     error: bool = False
+    interrupted: bool = False
 
     @property
     def failed(self) -> bool:
-        return bool(self.failed_jobs) or self.error
+        return bool(self.failed_jobs) or self.error or self.interrupted
 
 
 # The handler of the run in this process (Snakemake makes one per run, before it parses the
@@ -111,6 +114,13 @@ def is_scheduler_chatter(record: logging.LogRecord) -> bool:
     )
 
 
+def is_stop_on_request(record: logging.LogRecord) -> bool:
+    """Snakemake's record that it stops on the user's request ("Terminating processes on user
+    request, ..." from its scheduling loop, "Cancelling snakemake on user request." at the end):
+    an event-less record known by its words, the only mark such a stop leaves."""
+    return getattr(record, "event", None) is None and "on user request" in record.getMessage()
+
+
 class LogHandler(LogHandlerBase):
     """The concise console. Snakemake attaches its own filter (--quiet, -p, --debug-dag) and
     formatter (its text of each event) to this handler: the lines shown as Snakemake shows them
@@ -131,6 +141,7 @@ class LogHandler(LogHandlerBase):
         self.plain_errors: dict[str, str] = {}
         self.failed: dict[int, FailedJob] = {}
         self.error = False
+        self.interrupted = False
         self.started = False
         self.last_stats = None
         self.closed = False
@@ -180,6 +191,8 @@ class LogHandler(LogHandlerBase):
             self.failed.pop(getattr(record, "job_id", None), None)
         elif event == LogEvent.ERROR:
             self.error = True
+        elif is_stop_on_request(record):
+            self.interrupted = True
 
     # --- what is shown
 
@@ -205,7 +218,7 @@ class LogHandler(LogHandlerBase):
             repeated = stats is not None and stats == self.last_stats
             self.last_stats = stats
             return None if repeated else self.format(record)
-        if is_scheduler_chatter(record) and not self.failed:
+        if is_scheduler_chatter(record) and not self.failed and not is_stop_on_request(record):
             return None  # (after a failure its lines say how the run stops)
         return self.format(record)
 
@@ -238,7 +251,7 @@ class LogHandler(LogHandlerBase):
     # (LoggerManager.stop; releases before 9.2x leave them to logging's shutdown at exit)
 
     def run_end(self) -> RunEnd:
-        return RunEnd(self.dry_run, tuple(self.failed.values()), self.error)
+        return RunEnd(self.dry_run, tuple(self.failed.values()), self.error, self.interrupted)
 
     def close(self) -> None:
         if not self.closed:
@@ -249,7 +262,7 @@ class LogHandler(LogHandlerBase):
                     for closing in self.closings.values():
                         text = closing(end)
                         if text:
-                            self.write(text, "ERROR" if end.failed_jobs else "INFO")
+                            self.write(text, "ERROR" if end.failed_jobs or end.interrupted else "INFO")
             except Exception:  # the run is over: say so, never raise from Snakemake's clean-up
                 traceback.print_exc(file=sys.stderr)
             finally:

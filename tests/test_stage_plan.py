@@ -93,6 +93,9 @@ def test_table_names_every_stage_rule_and_priority():
         for rule, unit in rules:
             assert re.search(rf"^    {rule} +{re.escape(unit)} +\d+ +\d+  \S", table, flags=re.M), rule
     assert re.search(r"^    markdup +sample x region +24 +10  shared_tmp, temp shared_tmp$", table, flags=re.M)
+    # Threads after the table, for the rules with jobs in this cohort.
+    threads = stage_table(CohortShape(4, 2, 3, 6, 5), TIERS, {}, {"map_reads": 2, "markdup": 2, "bam_to_fastq": 1})
+    assert threads.splitlines()[-1] == "Threads per job (cluster jobs): map_reads 2, markdup 2"
     # A rule without jobs (no staggered start) is not listed.
     without = stage_table(CohortShape(4, 2, 3, 6, 5), TIERS, {})
     assert "stagger_start" not in without and "import_bam" not in without and "bam_to_fastq" not in without
@@ -138,6 +141,8 @@ def test_printed_stage_plan_matches_snakemakes_job_stats(tmp_path, testdata):
     assert snakemake["map_reads"] == 15 and snakemake["markdup"] == 5 * 10 and snakemake["identify_mutations"] == 2 * 9
     assert snakemake["stagger_start"] == 2  # pon1 and pon2, the second pair's samples
     assert snakemake["annotate_mutation"] == 2  # the generated genome's genes: one job per pair
+    # The .test config's map.threads and markdup.threads (2), on the run's 2 cores.
+    assert "\nThreads per job (a local run on 2 core(s)): map_reads 2, markdup 2\n" in result.stderr
     # pmsignature: its background once, the cohort's positions, one job per K = 2..6 and 2..3.
     assert [snakemake[rule] for rule in ("pmsignature_background", "pre_pmsignature", "pmsignature_ind",
                                          "pmsignature_full")] == [1, 1, 5, 2]

@@ -50,7 +50,7 @@ from genomon_smk.plan.setup_build import (
     simple_repeat_problems,
     simple_repeat_table_problems,
 )
-from genomon_smk.plan.rules import AUTO, FACTS, PRIORITIES
+from genomon_smk.plan.rules import AUTO, FACTS, PRIORITIES, RULES
 from genomon_smk.plan.samplesheet import (
     InputError,
     load_cohort,

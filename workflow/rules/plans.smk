@@ -176,6 +176,8 @@ if MAIN_PROCESS:
             COHORT_SHAPE,
             RULE_TIERS,
             config["priorities"],
+            {rule.name: job_threads(rule.name) for rule in RULES if rule.threads},
+            LOCAL_CORES,
         ),
         file=sys.stderr,
     )

@@ -81,10 +81,19 @@ def rule_tiers(rule: str, storage_rules: dict) -> str:
     return ", ".join(("temp " if role == "temp" else "") + storage_rules[key][role] for role in roles)
 
 
-def stage_table(shape: CohortShape, storage_rules: dict, priorities: dict[str, int]) -> str:
+def threads_line(threads: dict[str, int], cores: int | None) -> str:
+    """The threads of a job of each rule whose threads the config sets (`<rule>.threads`), and
+    where they were chosen for: a local run's cores, or a cluster's jobs."""
+    where = f"a local run on {cores} core(s)" if cores else "cluster jobs"
+    return f"Threads per job ({where}): " + ", ".join(f"{rule} {count}" for rule, count in threads.items())
+
+
+def stage_table(shape: CohortShape, storage_rules: dict, priorities: dict[str, int],
+                threads: dict[str, int] | None = None, cores: int | None = None) -> str:
     """The stage plan as text: per stage its jobs, then per rule what it has one job per, its
     jobs, its Snakemake priority (0, Snakemake's default, where the config sets none) and the
-    tiers it writes."""
+    tiers it writes; with `threads` (rule -> a job's threads, for `cores`: a local run's, None on
+    a cluster), a line of them after the table."""
     counts = rule_jobs(shape)
     per_stage = stage_jobs(counts)
     lines = [
@@ -107,6 +116,8 @@ def stage_table(shape: CohortShape, storage_rules: dict, priorities: dict[str, i
         f"  {'total (with rule ' + TARGET_RULE + ')':<50}{sum(counts.values()):>8}"
         "  (Snakemake's Job stats count only the jobs still to run)"
     )
+    if threads:
+        lines.append(threads_line({rule: count for rule, count in threads.items() if rule in counts}, cores))
     return "\n".join(lines)
 
 

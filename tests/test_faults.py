@@ -140,6 +140,8 @@ def test_a_run_stopped_on_request_says_so_and_names_the_stopped_jobs(testdata, t
     assert "genomon-smk: the run was stopped on request (Ctrl-C, SIGINT)" in text, text[-3000:]
     assert "job(s) failed" not in text
     assert "Run the same command again to go on" in text
+    # The split's chunks the stopped map job was reading are still on the scratch tier.
+    assert "Left on the scratch tiers after this failed or stopped run:" in text
     if to_group:  # the job died of the signal: named, with its log
         assert "running job(s) stopped" in text and "map_reads #" in text and "logs/map_reads/pon1/0000.log" in text
 
@@ -330,9 +332,9 @@ def test_a_job_killed_on_shared_tmp_is_reported_and_its_rerun_with_a_transient_f
     work_dirs = [Path(row["path"]) for row in left if row["kind"].startswith("work directory")]
     assert len(work_dirs) == 1 and work_dirs[0].parent == shared_tmp and work_dirs[0].name.startswith("map.")
     assert work_dirs[0].is_dir() and int(next(r for r in left if Path(r["path"]) == work_dirs[0])["files"]) >= 1
-    assert {row["when"] for row in left} == {"after this failed run"}
+    assert {row["when"] for row in left} == {"after this failed or stopped run"}
     assert str(shared_tmp / "split" / "pon1") in [row["path"] for row in left]  # kept for the rerun
-    assert f"Left on the scratch tiers after this failed run: {len(left)} item(s)" in output
+    assert f"Left on the scratch tiers after this failed or stopped run: {len(left)} item(s)" in output
     assert str(work_dirs[0]) in output
 
     flaky = tmp_path / "flaky-bin"

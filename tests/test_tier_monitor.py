@@ -92,11 +92,11 @@ def test_leftovers_name_work_directories_and_intermediate_outputs(tmp_path):
     assert by_path[str(shared / "split" / "pon1")].kind == INTERMEDIATE
     assert by_path[other].kind == INTERMEDIATE
     tsv = out / "storage" / "scratch_leftovers.tsv"
-    write_leftovers(found, str(tsv), "after this failed run")
+    write_leftovers(found, str(tsv), "after this failed or stopped run")
     rows = [line.split("\t") for line in tsv.read_text().splitlines()]
     assert rows[0] == ["when", "tier", "path", "files", "bytes", "kind"] and len(rows) == 4
-    report = leftover_report(found, "after this failed run", str(tsv), shown=1)
-    assert report.startswith(f"Left on the scratch tiers after this failed run: 3 item(s), 155 B (all listed in {tsv})")
+    report = leftover_report(found, "after this failed or stopped run", str(tsv), shown=1)
+    assert report.startswith(f"Left on the scratch tiers after this failed or stopped run: 3 item(s), 155 B (all listed in {tsv})")
     assert report.endswith("... and 2 more")
 
 

@@ -35,7 +35,7 @@ def at_success():
 
 
 def at_error():
-    report_scratch_leftovers("after this failed run")
+    report_scratch_leftovers("after this failed or stopped run")
     purge_staged_reference()
     release_run_lock()
     print_failure_summary()

@@ -264,6 +264,8 @@ def test_genomon_sheet_with_a_sample_twice_and_a_panel_of_unknown_samples(tmp_pa
                            control_panels=None)
     twice = output.index(f"{sheet}:4: sample 't' is defined twice in [fastq]")
     assert output.index(f"{sheet}:8: panel 'panel1' names unknown sample 'ghost'") > twice  # in line order
+    # Each of the sheet's problems counts as one (not the sheet's list as one problem).
+    assert output.startswith("genomon-smk: invalid config or input, refused before any job (2 problems;"), output
 
 
 # --- control-panel BAMs: one dry run, each problem checked

@@ -322,7 +322,11 @@ try:
     LISTED_REGIONS = (
         interval_list_regions(REGION_FILE, CONTIGS) if REGION_FILE else None
     )
-except (InputError, ValueError) as error:
+except InputError as error:
+    # One problem a line, each naming its file and line: counted one by one.
+    REFUSALS.extend(str(error).splitlines())
+    refuse_if_any()
+except ValueError as error:
     INDENTED = str(error).replace("\n", "\n    ")
     REFUSALS.append(f"invalid input ({CONFIG_FILE}):\n    {INDENTED}")
     refuse_if_any()

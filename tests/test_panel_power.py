@@ -44,6 +44,10 @@ def test_a_warning_names_the_threshold_only_when_it_is_out_of_reach():
     message = panel_power.warning(check, "config mutation_util.pair_params")
     assert "--eb_pval 4" in message and "at most 1.03" in message and "3 member(s)" in message
     assert panel_power.warning(check.__class__(**{**check.__dict__, "threshold": 0.8}), "k") is None
+    # A score just under the threshold is shown under it, and the warning is about calls of the
+    # modelled VAF or lower, not every call (calls of higher VAF score higher).
+    close = panel_power.warning(check.__class__(**{**check.__dict__, "best_score": 0.9972, "threshold": 1.0}), "k")
+    assert "at most 0.997, below --eb_pval 1 " in close and "every call at that VAF or lower" in close, close
 
 
 def test_a_panel_holding_the_pairs_own_normal_is_warned_about():

@@ -166,9 +166,19 @@ def warning(check: PanelCheck, params_key: str, fix: str | None = None) -> str |
     return (
         f"warning: pair {check.tumor}: panel '{check.panel}' ({check.members} member(s), ~{check.panel_depth:.0f}x) "
         f"gives a clean site of a ~{check.tumor_depth:.0f}x tumor at VAF {TYPICAL_VAF} an EB score of at most "
-        f"{check.best_score:.2f}, below --eb_pval {check.threshold:g} ({params_key}): mutil filter would remove "
-        f"every call. {remedy} (config/README.md, 'Small panels')."
+        f"{score_below(check.best_score, check.threshold)}, below --eb_pval {check.threshold:g} ({params_key}): "
+        f"mutil filter would remove every call at that VAF or lower (calls of higher VAF score higher). "
+        f"{remedy} (config/README.md, 'Small panels')."
     )
+
+
+def score_below(score: float, threshold: float) -> str:
+    """The score with the decimals that show it below the threshold (0.997 under 1, not "1.00")."""
+    for digits in (2, 3, 4):
+        text = f"{score:.{digits}f}"
+        if float(text) < threshold:
+            return text
+    return f"{score:.6g}"
 
 
 def own_sample_warning(tumor: str, normal: str | None, panel: str, members: list[str]) -> str | None:

@@ -23,6 +23,7 @@ from conftest import REPO, RUN_DIR, SNAKEMAKE, parse_workflow, run_snakemake, wr
 from genomon_smk.plan.config_check import config_problems
 from genomon_smk.plan.samplesheet import load_schema
 from genomon_smk.plan.snakemake_adapter import fixed_threads
+from genomon_smk.plan.storage_plan import parse_size
 from genomon_smk.plan.regions import make_regions, read_fai
 
 def refusal(directory, testdata, env, prefix=(), **overrides):
@@ -344,6 +345,32 @@ def test_dry_run_prints_the_storage_plan(tmp_path, testdata, no_slurm_probe):
     plan = result.stderr[result.stderr.index("Storage plan"):]
     assert re.search(r"^  map +temp +node_local", plan, flags=re.M), plan
     assert "shared_tmp" in plan and "10.0 GiB" in plan
+
+
+def test_the_storage_plan_leaves_out_the_temporaries_of_samples_already_mapped(tmp_path, testdata, no_slurm_probe):
+    """A cohort whose BAMs are made (a rerun that adds a pair or retunes a filter) makes none of
+    their split, map and markdup files again: the capacity check does not count them."""
+    def shared_tmp_peak(result):
+        plan = result.stderr[result.stderr.index("Storage plan"):]
+        return parse_size(re.search(r"^  shared_tmp +(\S+ \S+)", plan, flags=re.M).group(1)), plan
+
+    before, _ = shared_tmp_peak(run_snakemake(write_config(tmp_path, testdata), "-n", env=no_slurm_probe))
+    marks = []
+    for sample in ("tumor", "normal", "pon1", "pon2", "pon3"):  # made BAMs' marks: merge_bam writes the .md5 last
+        marks.append(tmp_path / "results" / "bam" / sample / f"{sample}.markdup.bam.md5")
+        marks[-1].parent.mkdir(parents=True)
+        marks[-1].write_text(f"0  {sample}.markdup.bam\n")
+    after, plan = shared_tmp_peak(run_snakemake(write_config(tmp_path, testdata), "-n", env=no_slurm_probe))
+    assert "(5 of 5 mapped sample(s) have their final BAM: counted with it only)" in plan, plan
+    assert after < before, plan
+    # A capacity between the two: planned now, refused while the BAMs are still to be made.
+    config = write_config(tmp_path, testdata, storage={"capacity": {"shared_tmp": (before + after) // 2}})
+    planned = run_snakemake(config, "-n", env=no_slurm_probe)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    for mark in marks:
+        mark.unlink()
+    refused = run_snakemake(config, "-n", env=no_slurm_probe, check=False)
+    assert refused.returncode != 0 and "storage tier shared_tmp: the plan needs about" in refused.stderr
 
 
 # --- the troubleshooting page (docs/troubleshooting.md) quotes messages that exist

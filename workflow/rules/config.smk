@@ -252,6 +252,14 @@ LOG_DIR = f"{OUTPUT_DIR}/logs"
 # What the reference pre-staging wrote: the files, sizes and checksums that jobs verify.
 STAGED_MANIFEST = f"{OUTPUT_DIR}/reference/staged.json"
 BENCH_DIR = f"{OUTPUT_DIR}/benchmarks"
+
+
+# A sample's final BAM (rules/paths.smk has the rest of the layout; the storage plan reads this
+# one before it).
+def final_bam(sample, suffix=""):
+    return f"{OUTPUT_DIR}/bam/{sample}/{sample}.markdup.bam{suffix}"
+
+
 # Paths a tool cannot take are refused here, before anything reads or writes them.
 PATH_PROBLEMS = [
     problem

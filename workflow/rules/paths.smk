@@ -68,10 +68,6 @@ def read_group(wildcards):
     return "@RG\\t" + "\\t".join(f"{key}:{value}" for key, value in fields.items())
 
 
-def final_bam(sample, suffix=""):
-    return f"{OUTPUT_DIR}/bam/{sample}/{sample}.markdup.bam{suffix}"
-
-
 def self_imports():
     """Imported BAMs that are the very path import_bam links (a run's own result imported
     into the same output directory): the link would replace the BAM."""

@@ -135,6 +135,13 @@ def sv_bam_bytes(member):
     return file_bytes(sample_reads(member)) * FASTQ_PER_GZ * BAM_PER_FASTQ
 
 
+# Mapped samples whose final BAM is complete (merge_bam writes its .md5 last): a rerun that adds
+# pairs or retunes a later stage makes none of their BAM stage's temporaries again.
+MAPPED_BEFORE = [
+    sample for sample in MAPPED_SAMPLES if os.path.exists(final_bam(sample, ".md5"))
+]
+
+
 def storage_plan():
     """Print the storage plan (main process only) and refuse one that exceeds a tier's capacity;
     the planned peak bytes of each tier (a failed job names a full tier with it)."""
@@ -145,7 +152,12 @@ def storage_plan():
     uses = setup_uses(SETUP_SIZES)
     for sample in MAPPED_SAMPLES:
         reads = sample_reads(sample)
-        uses += sample_uses(file_bytes(reads), COHORT_SHAPE, RULE_TIERS)
+        sample_files = sample_uses(file_bytes(reads), COHORT_SHAPE, RULE_TIERS)
+        if sample in MAPPED_BEFORE:
+            # Its final BAM is there: the run makes none of its temporaries again.
+            uses += [use for use in sample_files if use.rule == "merge_bam"]
+            continue
+        uses += sample_files
         if sample in COHORT.bam_sources:
             uses += conversion_uses(file_bytes(reads), RULE_TIERS)
     uses += sv_uses(
@@ -159,6 +171,12 @@ def storage_plan():
     peak = peaks(uses, reference_bytes)
     if MAIN_PROCESS:
         print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)
+        if MAPPED_BEFORE:
+            print(
+                f"  ({len(MAPPED_BEFORE)} of {len(MAPPED_SAMPLES)} mapped sample(s) have their final BAM: "
+                "counted with it only)",
+                file=sys.stderr,
+            )
     REFUSALS.extend(over_capacity(peak, capacity))
     return peak
 

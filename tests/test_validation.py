@@ -373,6 +373,21 @@ def test_the_storage_plan_leaves_out_the_temporaries_of_samples_already_mapped(t
     assert refused.returncode != 0 and "storage tier shared_tmp: the plan needs about" in refused.stderr
 
 
+@pytest.mark.parametrize("profile", ["slurm", "slurm-allocation", "pjm"])
+def test_a_cluster_profiles_dry_run_prints_no_python_warning_nor_empty_group_headings(tmp_path, testdata, no_slurm_probe,
+                                                                                     profile):
+    """Snakemake's default disk_mb, computed from input sizes while it plans, warned "coroutine
+    ... was never awaited"; a group job's heading came without its (hidden) job lines."""
+    config = write_config(tmp_path, testdata)
+    result = subprocess.run([SNAKEMAKE, "--profile", f"profiles/{profile}", "--configfile", str(config), "-n"],
+                            cwd=RUN_DIR, capture_output=True, text=True, env=no_slurm_probe)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert "map_reads" in output  # the plan of a run with every job to do
+    assert "RuntimeWarning" not in output and "never awaited" not in output, output[-3000:]
+    assert "Group job" not in output, output[-3000:]
+
+
 # --- the troubleshooting page (docs/troubleshooting.md) quotes messages that exist
 
 

@@ -105,7 +105,8 @@ def test_verbose_or_p_shows_every_record_as_snakemake_formats_it(console):
 def test_a_dry_run_shows_no_job_lines_and_its_job_stats_once(console):
     handler, stream = console(dryrun=True)
     stats = {"markdup": 2, "total": 2}
-    for item in (job_info(1, "markdup"), record("Job stats: ...", event=LogEvent.RUN_INFO, stats=stats),
+    group = record("Group job map_bundle (jobs in lexicogr. order):", event=LogEvent.GROUP_INFO, group_id="map_bundle")
+    for item in (group, job_info(1, "markdup"), record("Job stats: ...", event=LogEvent.RUN_INFO, stats=stats),
                  record("Job stats: ...", event=LogEvent.RUN_INFO, stats=dict(stats))):
         handler.handle(item)
     assert stream.getvalue().splitlines() == ["Job stats: ..."]

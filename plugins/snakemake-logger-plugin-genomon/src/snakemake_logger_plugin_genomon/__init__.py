@@ -205,6 +205,8 @@ class LogHandler(LogHandlerBase):
             return self.format(record)
         if event is None and quietness_name(getattr(record, "quietness", None)) == "RULES":
             return None  # "Removing temporary output ...": one per temporary, thousands in a cohort
+        if event == LogEvent.GROUP_INFO and self.dry_run:
+            return None  # a group job's heading, whose job lines a dry run does not show
         if event == LogEvent.JOB_INFO:
             if self.dry_run:
                 return None  # a dry run's Job stats and reasons say what will run

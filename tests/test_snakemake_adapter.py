@@ -100,6 +100,13 @@ def test_uses_conda(parsed):
     assert adapter.uses_conda(workflow)
 
 
+def test_a_cluster_executor_with_a_local_cluster_key_is_a_problem():
+    assert "add cluster=slurm to your --config" in adapter.cluster_mismatch("local", "slurm")
+    assert "add cluster=slurm-allocation or pjm-allocation" in adapter.cluster_mismatch("local", "cluster-generic")
+    assert adapter.cluster_mismatch("slurm", "slurm") is None
+    assert adapter.cluster_mismatch("local", "local") is None and adapter.cluster_mismatch("local", None) is None
+
+
 def test_default_resource_args_and_cluster_kind(parsed):
     workflow, _, _ = parsed()
     assert adapter.default_resource_args(workflow) == []

@@ -388,6 +388,20 @@ def test_a_cluster_profiles_dry_run_prints_no_python_warning_nor_empty_group_hea
     assert "Group job" not in output, output[-3000:]
 
 
+def test_a_run_whose_jobs_go_to_a_cluster_with_cluster_local_is_refused_before_any_job(tmp_path, testdata,
+                                                                                        no_slurm_probe):
+    """A --config on the command line replaces a profile's cluster=...: the plan (threads, tiers)
+    is then a local run's, and the executor, known only when the run starts, refuses it."""
+    config = write_config(tmp_path, testdata)
+    result = subprocess.run([SNAKEMAKE, "--configfile", str(config), "--executor", "cluster-generic",
+                             "--cluster-generic-submit-cmd", "false", "--jobs", "1", "--config", "stagger_minutes=0"],
+                            cwd=RUN_DIR, capture_output=True, text=True, env=no_slurm_probe)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "config 'cluster' is local but the jobs go to the cluster-generic executor" in output, output[-3000:]
+    assert not (tmp_path / "results").exists()
+
+
 # --- the troubleshooting page (docs/troubleshooting.md) quotes messages that exist
 
 

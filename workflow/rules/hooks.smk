@@ -15,8 +15,20 @@ def keep_setup_links():
             os.makedirs(linked.link_directory, exist_ok=True)
 
 
-# The output directory's lock first: a run refused there touches nothing.
+def refuse_a_cluster_run_planned_as_local():
+    """The executor is known only once the run starts (a dry run plans with config `cluster`):
+    jobs about to go to a cluster with a local run's threads and tiers are refused here.
+    """
+    problem = snakemake_adapter.cluster_mismatch(
+        CLUSTER, snakemake_adapter.executor_name(workflow)
+    )
+    if problem:
+        raise WorkflowError(problem)
+
+
+# The executor's check and the output directory's lock first: a run refused there touches nothing.
 def at_start():
+    refuse_a_cluster_run_planned_as_local()
     take_run_lock()
     record_inputs(INPUTS_RECORD, INPUTS_HELD)
     keep_setup_links()

@@ -75,6 +75,27 @@ def cluster_kind(configured: str | None, workflow) -> str:
     return "local"
 
 
+# The config `cluster` each executor the profiles choose goes with (the allocation profiles run
+# their jobs through cluster-generic's srun/pjsub steps).
+EXECUTOR_CLUSTERS = {"slurm": "slurm", "pjm": "pjm", "cluster-generic": "slurm-allocation or pjm-allocation"}
+
+
+def executor_name(workflow) -> str | None:
+    """The executor plugin of the run (Workflow.executor_plugin, set when the run starts: None
+    while the workflow is parsed)."""
+    return getattr(getattr(workflow, "executor_plugin", None), "name", None)
+
+
+def cluster_mismatch(cluster: str, executor: str | None) -> str | None:
+    """The problem of a run whose jobs go to a cluster executor while config `cluster` says local
+    (a `--config` on the command line replaced the profile's `cluster=...`), or None."""
+    if cluster != "local" or executor not in EXECUTOR_CLUSTERS:
+        return None
+    return (f"config 'cluster' is local but the jobs go to the {executor} executor (a --config on the "
+            f"command line replaces the profile's cluster=...): add cluster={EXECUTOR_CLUSTERS[executor]} "
+            "to your --config, or set it in your config file; local threads and tiers would be planned")
+
+
 def total_cores(workflow) -> int | None:
     """--cores as Snakemake resolved it (Workflow._cores via Workflow.cores); None when unset or
     unbounded (a cluster executor)."""

@@ -113,6 +113,29 @@ def test_an_empty_pmsignature_result_is_named_at_the_end_of_the_run(tmp_path):
     assert "result(s) empty" not in summary(str(out), [], {}, [], dry_run=True, signatures=paths)
 
 
+FLAGSTAT = ("{total} + 0 in total (QC-passed reads + QC-failed reads)\n{total} + 0 primary\n0 + 0 secondary\n"
+            "{mapped} + 0 mapped ({share} : N/A)\n{mapped} + 0 primary mapped ({share} : N/A)\n"
+            "{total} + 0 paired in sequencing\n")
+
+
+def test_a_sample_whose_reads_mostly_did_not_map_is_named_at_the_end_of_the_run(tmp_path):
+    """A sample of another genome or build (or the wrong files) runs through every stage and looks
+    like a clean sample: the closing lines name it with its share of reads mapped."""
+    out = tmp_path / "results"
+    flagstats = {}
+    for sample, total, mapped in (("PT-001_T", 10000, 9950), ("PT-002_T", 10000, 812), ("PT-002_N", 0, 0)):
+        flagstats[sample] = str(out / "qc" / sample / f"{sample}.flagstat.txt")
+        (out / "qc" / sample).mkdir(parents=True)
+        share = f"{100 * mapped / total:.2f}%" if total else "N/A"
+        (out / "qc" / sample / f"{sample}.flagstat.txt").write_text(FLAGSTAT.format(total=total, mapped=mapped, share=share))
+    flagstats["not_yet"] = str(out / "qc" / "not_yet" / "not_yet.flagstat.txt")  # QC not run: nothing said
+    text = summary(str(out), [], {}, [], dry_run=False, flagstats=flagstats).splitlines()
+    assert text[-2:] == ["genomon-smk: 1 sample(s) with under 80% of their reads mapped (reads of another genome or "
+                         "build, or the wrong files?):",
+                         "  PT-002_T: 8.1% mapped (qc/PT-002_T/PT-002_T.flagstat.txt)"], text
+    assert "mapped" not in summary(str(out), [], {}, [], dry_run=True, flagstats=flagstats)
+
+
 def test_the_replaced_input_note_counters_snakemakes_mtime_hint():
     assert replaced_input_note([], dry_run=False) == []
     lines = replaced_input_note(["t1", "n1", "t1"], dry_run=True)

@@ -51,6 +51,10 @@ def run_summary(dry_run):
             for mode, signums in PMSIGNATURE.ks.items()
             for k in signums
         ),
+        {
+            sample: expand(rules.bam_stats.output.flagstat, sample=sample)[0]
+            for sample in QC_SAMPLES
+        },
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 
 from genomon_smk.steps.mutation_summary import read_calls
@@ -113,6 +114,41 @@ def empty_signature_results(paths: list[str], output_dir: str) -> list[str]:
             " (the job logs say how many were left):"] + [f"  {path}" for path in empty]
 
 
+# Under this share of its reads mapped, a sample is named at the end of the run: reads of another
+# genome or build, or the wrong files, whose calls would look like a clean sample's (human
+# whole-genome reads map 95-99 %).
+LOW_MAPPED_FRACTION = 0.8
+FLAGSTAT_LINE = re.compile(r"(\d+) \+ (\d+) (in total|primary|mapped|primary mapped)(?: \(|$)")
+
+
+def mapped_fraction(flagstat: str) -> float | None:
+    """Primary reads mapped / primary reads of a `samtools flagstat` file (mapped / in total
+    from a samtools without the primary lines); None when missing or empty."""
+    counts: dict[str, int] = {}
+    try:
+        with open(flagstat) as handle:
+            for line in handle:
+                match = FLAGSTAT_LINE.match(line.rstrip("\n"))
+                if match:
+                    counts.setdefault(match.group(3), int(match.group(1)) + int(match.group(2)))
+    except OSError:
+        return None
+    reads, mapped = ((counts.get("primary"), counts["primary mapped"]) if "primary mapped" in counts
+                     else (counts.get("in total"), counts.get("mapped")))
+    return mapped / reads if reads and mapped is not None else None
+
+
+def low_mapping_lines(flagstats: dict[str, str], output_dir: str) -> list[str]:
+    """The samples (-> their flagstat file) whose reads mostly did not map, named with their share."""
+    low = {sample: fraction for sample, path in flagstats.items()
+           if (fraction := mapped_fraction(path)) is not None and fraction < LOW_MAPPED_FRACTION}
+    if not low:
+        return []
+    return [f"genomon-smk: {len(low)} sample(s) with under {LOW_MAPPED_FRACTION:.0%} of their reads mapped "
+            "(reads of another genome or build, or the wrong files?):"] + [
+        f"  {sample}: {fraction:.1%} mapped ({relative(flagstats[sample], output_dir)})" for sample, fraction in low.items()]
+
+
 def summary(
     output_dir: str,
     pairs: list[PairFiles],
@@ -120,9 +156,11 @@ def summary(
     warnings: list[PlanWarning],
     dry_run: bool,
     signatures: tuple[str, ...] = (),
+    flagstats: dict[str, str] | None = None,
 ) -> str:
     """The closing lines. places: what else to point at (label -> path or command), in order;
-    signatures: the pmsignature results (JSON) of the run."""
+    signatures: the pmsignature results (JSON) of the run; flagstats: sample -> its `samtools
+    flagstat` file (QC), for the samples whose reads mostly did not map."""
     head = "will be written to" if dry_run else "are in"
     lines = [f"genomon-smk: the results {head} {output_dir}"]
     # A run of some targets lists the pairs that have a result; the others are counted.
@@ -157,6 +195,7 @@ def summary(
     lines += empty_after_warning(kept_calls, warnings)
     if not dry_run:
         lines += empty_signature_results(list(signatures), output_dir)
+        lines += low_mapping_lines(flagstats or {}, output_dir)
     return "\n".join(lines)
 
 

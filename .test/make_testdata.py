@@ -1070,7 +1070,9 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("outdir")
     ap.add_argument("--preset", choices=sorted(PRESETS), required=True)
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1,
+                    help="random seed of everything made, the genome's windows included: data sets of "
+                         "different seeds have different genomes, so never mix their samples [1]")
     ap.add_argument("--simulator", choices=("art", "wgsim"), default="art")
     ap.add_argument("--purity", type=float, default=0.8,
                     help="tumor purity; clonal VAF = purity/2 [0.8]")

@@ -67,6 +67,16 @@ def wait_for_running_job(proc: subprocess.Popen, results: Path, rule: str, outpu
     time.sleep(0.5)  # into the job's work, not only its first line
 
 
+def fake_tool(bin_dir: Path, name: str, script: str) -> None:
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / name).write_text("#!/bin/sh\n" + script)
+    (bin_dir / name).chmod(0o755)
+
+
+def with_path(env: dict, bin_dir: Path) -> dict:
+    return {**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"}
+
+
 def kill_process_group(proc: subprocess.Popen) -> None:
     """SIGKILL Snakemake and its jobs (one process group), and wait until none of them is left."""
     os.killpg(proc.pid, signal.SIGKILL)
@@ -123,8 +133,16 @@ def test_a_run_stopped_on_request_says_so_and_names_the_stopped_jobs(testdata, t
     config = write_config(tmp_path, testdata, split={"chunks": 1})
     results = tmp_path / "results"
     output = tmp_path / "run.out"
+    # A bwa that is still at work when the signal comes (a real one on the test data can be done
+    # first on a busy machine): it waits 8 s, then runs the real bwa, and dies a second after a
+    # SIGINT, as a real tool's clean-up takes a moment, so that Snakemake's stop comes before the
+    # job's end. Snakemake alone stopped waits for its running local jobs to end.
+    slow = tmp_path / "slow-bin"
+    fake_tool(slow, "bwa", "trap 'sleep 1; exit 130' INT TERM\ni=0\n"
+                           "while [ $i -lt 80 ]; do sleep 0.1; i=$((i + 1)); done\n"
+                           'PATH="${PATH#*:}" exec bwa "$@"\n')
     proc = start_in_own_session(tmp_path, config, output, str(results / ".tiers" / "shared_tmp" / "map" / "pon1"
-                                                                / "chunk_0000"), env=no_slurm_probe)
+                                                                / "chunk_0000"), env=with_path(no_slurm_probe, slow))
     try:
         wait_for_running_job(proc, results, "map_reads", output)
         if to_group:
@@ -287,16 +305,6 @@ def test_bad_fastq_fails_split_fastq_with_the_file_and_problem_named(testdata, t
 
 
 # --- 4. a job killed mid-way on shared_tmp, and a transient failure
-
-
-def fake_tool(bin_dir: Path, name: str, script: str) -> None:
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / name).write_text("#!/bin/sh\n" + script)
-    (bin_dir / name).chmod(0o755)
-
-
-def with_path(env: dict, bin_dir: Path) -> dict:
-    return {**env, "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"}
 
 
 def leftovers_tsv(results: Path) -> list[dict]:

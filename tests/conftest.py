@@ -462,7 +462,7 @@ def _find_binary(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin")
 
 
-def _restore_sigint() -> None:
+def restore_sigint() -> None:
     """Run in the child before exec: undo an inherited SIG_IGN so SIGINT can stop Snakemake."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
@@ -479,7 +479,7 @@ def start_interruptible(args: list[str], cwd: Path, log_path: Path | None = None
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_restore_sigint,
+            preexec_fn=restore_sigint,
         )
     return proc, log_path
 

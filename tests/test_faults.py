@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, SNAKEMAKE, assert_same_pair_results, pair_targets, scenario_variant, write_config
+from conftest import (REPO, SNAKEMAKE, assert_same_pair_results, pair_targets, restore_sigint, scenario_variant,
+                      write_config)
 
 pytestmark = pytest.mark.workflow
 
@@ -47,10 +48,11 @@ def run_in(directory: Path, config: Path, *args: str, env: dict | None = None,
 
 def start_in_own_session(directory: Path, config: Path, output: Path, *args: str,
                          env: dict | None = None) -> subprocess.Popen:
-    """Start the workflow as the leader of a new process group, so one killpg reaches Snakemake and every job."""
+    """Start the workflow as the leader of a new process group, so one killpg reaches Snakemake and every job;
+    with SIGINT's default action (a test run started in the background of a script inherits it ignored)."""
     with open(output, "w") as out:
         return subprocess.Popen(snakemake_command(config, *args), cwd=directory, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=env, preexec_fn=restore_sigint)
 
 
 def wait_for_running_job(proc: subprocess.Popen, results: Path, rule: str, output: Path, timeout: float = 240) -> None:

@@ -20,7 +20,6 @@ ends with its results, and no job is ever submitted twice while its first copy r
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 from collections import defaultdict
@@ -29,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (LOGIN_VENV_BIN, REPO, SNAKEMAKE_MODULE, assert_same_pair_results, finish_interruptible,
-                      pair_targets, scenario_variant, write_config)
+                      pair_targets, restore_sigint, scenario_variant, write_config)
 from genomon_smk.plan.reference import reference_files
 
 pytestmark = [pytest.mark.pjm, pytest.mark.workflow, pytest.mark.timeout(900)]
@@ -96,7 +95,7 @@ def start_snakemake(args, project, log_path):
     with open(log_path, "w") as log:
         return subprocess.Popen(
             SNAKEMAKE_MODULE + args, cwd=project, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            start_new_session=True, preexec_fn=restore_sigint,
         )
 
 

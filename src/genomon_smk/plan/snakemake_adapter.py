@@ -93,7 +93,8 @@ def cluster_mismatch(cluster: str, executor: str | None) -> str | None:
         return None
     return (f"config 'cluster' is local but the jobs go to the {executor} executor (a --config on the "
             f"command line replaces the profile's cluster=...): add cluster={EXECUTOR_CLUSTERS[executor]} "
-            "to your --config, or set it in your config file; local threads and tiers would be planned")
+            "to your --config, or set it in your config file (as it is, the run was planned with a local "
+            "run's threads and storage tiers)")
 
 
 def total_cores(workflow) -> int | None:

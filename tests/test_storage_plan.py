@@ -49,6 +49,12 @@ def test_peaks_add_samples_on_shared_tiers_and_take_the_largest_job_on_node_loca
     assert peaks(one, 1234)["cache"] == 1234
 
 
+def test_a_sample_whose_bam_is_made_counts_only_with_its_final_bam():
+    made = sample_uses(1 << 30, shape(4, 4), TIERS, bam_made=True)
+    assert [(use.rule, use.role) for use in made] == [("merge_bam", "output")]
+    assert made[0] in sample_uses(1 << 30, shape(4, 4), TIERS)
+
+
 def test_moving_a_rule_to_another_tier_moves_its_bytes():
     moved = dict(TIERS, markdup={"output": "global", "temp": "shared_tmp"})
     before, after = peaks(sample_uses(1 << 30, shape(4, 4), TIERS), 0), peaks(sample_uses(1 << 30, shape(4, 4), moved), 0)

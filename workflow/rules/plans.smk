@@ -137,9 +137,9 @@ def sv_bam_bytes(member):
 
 # Mapped samples whose final BAM is complete (merge_bam writes its .md5 last): a rerun that adds
 # pairs or retunes a later stage makes none of their BAM stage's temporaries again.
-MAPPED_BEFORE = [
+MAPPED_BEFORE = {
     sample for sample in MAPPED_SAMPLES if os.path.exists(final_bam(sample, ".md5"))
-]
+}
 
 
 def storage_plan():
@@ -152,13 +152,9 @@ def storage_plan():
     uses = setup_uses(SETUP_SIZES)
     for sample in MAPPED_SAMPLES:
         reads = sample_reads(sample)
-        sample_files = sample_uses(file_bytes(reads), COHORT_SHAPE, RULE_TIERS)
-        if sample in MAPPED_BEFORE:
-            # Its final BAM is there: the run makes none of its temporaries again.
-            uses += [use for use in sample_files if use.rule == "merge_bam"]
-            continue
-        uses += sample_files
-        if sample in COHORT.bam_sources:
+        made = sample in MAPPED_BEFORE
+        uses += sample_uses(file_bytes(reads), COHORT_SHAPE, RULE_TIERS, made)
+        if sample in COHORT.bam_sources and not made:
             uses += conversion_uses(file_bytes(reads), RULE_TIERS)
     uses += sv_uses(
         [sv_bam_bytes(SV_PARSED[name]) for name in SV_PARSED], COHORT_SHAPE, RULE_TIERS

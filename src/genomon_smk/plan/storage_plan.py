@@ -66,11 +66,15 @@ def jobs_per_sample(rule: str, shape: CohortShape) -> float:
     return FACTS[rule].jobs(shape) / shape.samples
 
 
-def sample_uses(fastq_gz_bytes: int, shape: CohortShape, tiers: dict) -> list[Use]:
+def sample_uses(fastq_gz_bytes: int, shape: CohortShape, tiers: dict, bam_made: bool = False) -> list[Use]:
     """The estimated uses of one mapped sample's files, by rule and role, on the tiers the config
-    gives; a job's temporaries are the sample's share of its rule's jobs."""
+    gives; a job's temporaries are the sample's share of its rule's jobs. bam_made: its final BAM
+    is there, and the run makes none of its split, map and markdup files again."""
     fastq = fastq_gz_bytes * FASTQ_PER_GZ
     bam = fastq * BAM_PER_FASTQ
+    final = Use("merge_bam", "output", tiers["merge_bam"]["output"], bam)
+    if bam_made:
+        return [final]
     map_temp = fastq * SAM_PER_FASTQ * SORTED_CHUNK_PER_SAM / jobs_per_sample("map_reads", shape)
     return [
         Use("split_fastq", "output", tiers["split_fastq"]["output"], fastq),
@@ -79,7 +83,7 @@ def sample_uses(fastq_gz_bytes: int, shape: CohortShape, tiers: dict) -> list[Us
         Use("markdup", "temp", tiers["markdup"]["temp"], bam * MERGED_PER_BAM / jobs_per_sample("markdup", shape),
             per_job=True),
         Use("markdup", "output", tiers["markdup"]["output"], bam),
-        Use("merge_bam", "output", tiers["merge_bam"]["output"], bam),
+        final,
     ]
 
 

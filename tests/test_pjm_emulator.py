@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import LOGIN_VENV_BIN
+from conftest import LOGIN_VENV_BIN, restore_sigint
 from snakemake_executor_plugin_pjm.pjm import StatusRounds, parse_limits, refused_for_limit, submitted_job_id
 
 pytestmark = pytest.mark.pjm
@@ -457,12 +457,10 @@ def test_snakemake_interrupt_cancels_pjm_job(pjm):
                                         '    shell:\n        "sleep 60 && touch {output}"\n')
     env = dict(pjm.env, PATH="%s:%s" % (pjm.env["PATH"], SNAKEMAKE.parent))
     # a background child of a non-interactive parent ignores SIGINT: restore the default first
-    restore_sigint = ("import signal,os,sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-                      "os.execv(sys.argv[1], sys.argv[1:])")
     proc = subprocess.Popen(
-        [sys.executable, "-c", restore_sigint, str(SNAKEMAKE), "--executor", "pjm", "--jobs", "1",
+        [str(SNAKEMAKE), "--executor", "pjm", "--jobs", "1",
          "--seconds-between-status-checks", "1", "--pjm-compute-venv", str(LOGIN_VENV_BIN.parent)],
-        cwd=pjm.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cwd=pjm.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=restore_sigint)
     try:
         # SIGINT only once Snakemake has taken the job id from pjsub's answer: before that it has
         # nothing to cancel (under load that came later than the job's start).

@@ -2,8 +2,9 @@
 
 Real data made in tmp: random-sequence reference, wgsim reads plus unmapped pairs, half-unmapped
 pairs (placed unmapped reads) and exact duplicates; `bwa mem`; split by region with pysam; each
-region built as the pipeline does (biobambam2 bamsort | bammarkduplicates index=1, or htslib
-`samtools sort` + `samtools index`); `samtools cat`; then queries compared record by record.
+region built as the markdup rule does (biobambam2 bammarkduplicates' uncompressed output
+compressed and indexed by `samtools view --write-index`), as it did before (bammarkduplicates
+index=1), or by htslib (`samtools sort` + `samtools index`); `samtools cat`; then queries compared record by record.
 """
 
 import os
@@ -105,6 +106,16 @@ def biobambam_region(pieces, out_bam, tmp):
     )
 
 
+def pipeline_region(pieces, out_bam, tmp):
+    """As the markdup rule makes a region's BAM and index (from sorted pieces: here sorted first)."""
+    run(
+        f"samtools cat -o - {' '.join(map(str, pieces))} "
+        f"| bamsort SO=coordinate inputformat=bam level=0 tmpfile={tmp}/bs "
+        f"| bammarkduplicates M={out_bam}.metrics rewritebam=1 rewritebamlevel=0 level=0 tmpfile={tmp}/md "
+        f"| samtools view --no-PG -@ 2 -O bam,level=6 --write-index -o {out_bam}##idx##{out_bam}.bai"
+    )
+
+
 def htslib_region(pieces, out_bam, tmp, index_name):
     run(f"samtools cat -o - {' '.join(map(str, pieces))} | samtools sort -T {tmp}/st -o {out_bam} -")
     run(f"samtools index {out_bam} {index_name}")
@@ -117,6 +128,8 @@ def build_regions(d, pieces, mode):
         if mode == "htslib":
             # alternate the two index names samtools looks for
             htslib_region(region_pieces, bam, d, f"{bam}.bai" if i % 2 else d / f"r{i}.bai")
+        elif mode == "pipeline":
+            pipeline_region(region_pieces, bam, d)
         else:
             biobambam_region(region_pieces, bam, d)
         bams.append(str(bam))
@@ -159,7 +172,7 @@ def build_dataset(d, all_bam, mode, header=None):
     return {"dir": d, "bams": bams, "merged": merged, "ours": ours, "ref": ref_dir / "merged.bam.bai"}
 
 
-@pytest.fixture(scope="module", params=["biobambam", "htslib", "biobambam-big-header"])
+@pytest.fixture(scope="module", params=["pipeline", "biobambam", "htslib", "biobambam-big-header"])
 def dataset(request, mapped, tmp_path_factory):
     d = tmp_path_factory.mktemp(request.param)
     header = None

@@ -33,7 +33,7 @@ MODULES = {
 }
 ENVMODULES = {
     "map": ["bwa/0.7.17", "samtools/1.16.1", "biobambam2/2.0.185"],
-    "markdup": ["biobambam2/2.0.185"],
+    "markdup": ["biobambam2/2.0.185", "samtools/1.16.1"],
     "python": ["samtools/1.16.1", "htslib/1.16"],
     "qc": ["samtools/1.16.1", "mosdepth/0.3.3"],
     "sv": ["htslib/1.16"],

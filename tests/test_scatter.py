@@ -72,10 +72,10 @@ def programs(bam) -> list[str]:
             for line in bam_records(bam, programs=True) if line.startswith("@PG")]
 
 
-def markdup(command: str, directory, options: str = "") -> tuple[list[str], list[str]]:
-    """Run `command | bammarkduplicates <options>` in directory; (records and header without
-    @PG and bamsort's checksum comments, @RG fields sorted; metrics rows)."""
-    marking = f"bammarkduplicates M=metrics.txt markthreads=2 {options} tmpfile=markdup >out.bam"
+def markdup(command: str, directory, options: str = "", compress: str = "") -> tuple[list[str], list[str]]:
+    """Run `command | bammarkduplicates <options> [| compress]` into out.bam in directory; (records
+    and header without @PG and bamsort's checksum comments, @RG fields sorted; metrics rows)."""
+    marking = f"bammarkduplicates M=metrics.txt markthreads=2 {options} tmpfile=markdup {compress} >out.bam"
     subprocess.run(f"set -o pipefail; {command} | {marking}", shell=True, executable="/bin/bash", cwd=directory,
                    check=True, capture_output=True)
     metrics = [line for line in (directory / "metrics.txt").read_text().splitlines() if not line.startswith("#")]
@@ -89,7 +89,8 @@ def markdup(command: str, directory, options: str = "") -> tuple[list[str], list
 def test_merging_sorted_pieces_marks_the_bam_that_sorting_their_concatenation_marked(chunk_sams, pipeline_run,
                                                                                     tmp_path):
     """Per region: bammerge of the sorted pieces into bammarkduplicates, which keeps an
-    uncompressed copy of its input (this pipeline), against `samtools cat` of the unsorted pieces
+    uncompressed copy of its input and leaves its output's compression to samtools (this
+    pipeline), against `samtools cat` of the unsorted pieces
     into bamsort into bammarkduplicates (Genomon's way): the same records in the same order,
     duplicate flags and metrics; the header differs only by bamsort's checksum comments and the
     order of the @RG fields."""
@@ -109,7 +110,7 @@ def test_merging_sorted_pieces_marks_the_bam_that_sorting_their_concatenation_ma
         (sorted_dir / "pieces.txt").write_text("".join(f"{tmp_path / 'unsorted' / p}\n" for p in pieces))
         # As the markdup rule does now, and as it did before the map jobs sorted the pieces.
         merged = markdup("bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge", merged_dir,
-                         "rewritebam=1 rewritebamlevel=0")
+                         "rewritebam=1 rewritebamlevel=0 level=0", "| samtools view --no-PG -@ 2 -O bam,level=6")
         resorted = markdup("samtools cat -b pieces.txt -o - | bamsort SO=coordinate inputformat=bam level=1 "
                            "tmpfile=bamsort", sorted_dir)
         assert merged == resorted, region.name

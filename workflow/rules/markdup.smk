@@ -1,6 +1,7 @@
 """Markdup: per sample and region, merge the region's coordinate-sorted pieces from all chunks
 with biobambam2 bammerge (the map jobs sorted them with bamsort), streamed into bammarkduplicates
-(which keeps an uncompressed copy of its input on the rule's temp tier and writes the index).
+(which keeps an uncompressed copy of its input on the rule's temp tier), whose uncompressed
+output samtools compresses and indexes.
 """
 
 
@@ -25,7 +26,7 @@ rule markdup:
         **FACTS["markdup"].resources,
     params:
         work_dir_setup=work_dir_setup("markdup"),
-        # The second pass compresses on at least two threads, even in a one-thread job: its
+        # The output is compressed on at least two threads, even in a one-thread job: the
         # first pass already runs two processes (bammerge beside bammarkduplicates' single
         # thread), and a sample's last markdup otherwise leaves a core idle while nothing else
         # can run (the end of a local run).
@@ -39,14 +40,17 @@ rule markdup:
         # biobambam2 cuts its O=, M= and I= values at whitespace however they are quoted: it
         # runs in the work directory with relative names and writes the BAM to stdout.
         # bammerge streams into bammarkduplicates' first pass (one thread; the merge takes the
-        # other core), which keeps its input as an uncompressed BAM (rewritebam=1, level 0): its
-        # second pass then recompresses on all markthreads, as from a file (from its default
-        # snappy copy, on one thread).
+        # other core), which keeps its input as an uncompressed BAM (rewritebam=1, level 0; from
+        # its default snappy copy the second pass would read on one thread). The second pass
+        # writes uncompressed records that samtools compresses at zlib's default level 6 and
+        # indexes: the same records, with htslib's libdeflate a fifth less CPU than biobambam2's
+        # zlib and a 1 % smaller file (docs/benchmarks.md, session 18).
         (
             cd "$work"
             bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge \
-                | bammarkduplicates M=metrics.txt markthreads={params.compress_threads} rewritebam=1 rewritebamlevel=0 \
-                    index=1 indexfilename={output.bai:q} tmpfile=markdup >{output.bam:q}
+                | bammarkduplicates M=metrics.txt markthreads=1 rewritebam=1 rewritebamlevel=0 level=0 tmpfile=markdup \
+                | samtools view --no-PG -@ {params.compress_threads} -O bam,level=6 --write-index \
+                    -o {output.bam:q}##idx##{output.bai:q}
         ) 2>{log:q}
         mv "$work/metrics.txt" {output.metrics:q}
         """

@@ -21,7 +21,7 @@ import yaml
 # venv). Keep in step with envs/*.yaml and the rules' shell commands.
 TOOL_GROUPS: dict[str, tuple[str, ...]] = {
     "map": ("bwa", "samtools", "bamsort"),
-    "markdup": ("bammerge", "bammarkduplicates"),
+    "markdup": ("bammerge", "bammarkduplicates", "samtools"),
     "python": ("samtools",),
     "qc": ("samtools", "mosdepth"),
     "sv": ("tabix", "bgzip"),

@@ -9,7 +9,8 @@ before (the pipeline until 2026-11): the map job scatters bwa's alignments into 
 bammarkduplicates (reading stdin).
 now: the map job bamsorts the chunk and cuts it into region pieces with samtools (compressed at
 level 1: genomon_smk.steps.scatter); markdup merges a region's pieces with bammerge, streamed into
-bammarkduplicates (which keeps its input as an uncompressed BAM for its second pass).
+bammarkduplicates (which keeps a copy of its uncompressed input for its second pass and writes
+uncompressed records, compressed and indexed by samtools).
 
 A map job as each path runs it, chunk by chunk: before, bwa writes a SAM file (timed) that the
 scatter then reads; now, bwa's output streams into the scatter, whose bamsort sorts while bwa maps
@@ -44,9 +45,11 @@ BEFORE_MARKDUP = (
     "outputthreads={t} sortthreads={t} tmpfile=bamsort | bammarkduplicates M=metrics.txt markthreads={t} "
     "index=1 indexfilename=out.bam.bai tmpfile=markdup >out.bam"
 )
+# As workflow/rules/markdup.smk runs it.
 NOW_MARKDUP = (
-    "bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge | bammarkduplicates M=metrics.txt markthreads={t} "
-    "rewritebam=1 rewritebamlevel=0 index=1 indexfilename=out.bam.bai tmpfile=markdup >out.bam"
+    "bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge | bammarkduplicates M=metrics.txt markthreads=1 "
+    "rewritebam=2 level=0 tmpfile=markdup | samtools view --no-PG -@ {t} -O bam,level=6 --write-index "
+    "-o out.bam##idx##out.bam.bai"
 )
 # Genomon's scatter (unsorted pieces), which the pipeline no longer runs.
 BEFORE_SCATTER = "import sys; from genomon_smk.steps.scatter import scatter_unsorted; scatter_unsorted(*sys.argv[1:])"

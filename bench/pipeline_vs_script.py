@@ -4,11 +4,15 @@
 the `bench100` preset (the same genome; tumor 60x, normal 30x; 2x100).
 
     .venv/bin/python bench/pipeline_vs_script.py [--preset bench] [--workdir .test/PRESET] [--cores 2]
-        [--stage bam mutation] [--rounds N]
+        [--stage bam mutation] [--rounds N] [--script-compression bammarkduplicates|samtools]
 
 bam: the final tumor and normal BAMs. The script, per sample: `bwa mem -t CORES -K 10000000 -T 0
--R RG | bamsort SO=coordinate`, then `bammarkduplicates` (the pipeline's tools, flags and
-compression). The pipeline: `snakemake --profile profiles/local --cores CORES` on the two final
+-R RG | bamsort SO=coordinate`, then `bammarkduplicates` (Genomon's tools and flags, the plain
+way: bammarkduplicates compresses and indexes the final BAM at its default level). The pipeline
+uses the same tools but compresses its region pieces and final BAMs with samtools (htslib's
+libdeflate) at the same levels; `--script-compression samtools` gives the script the pipeline's
+final compression too (`bammarkduplicates level=0 | samtools view -O bam,level=6 --write-index`),
+so that the ratio counts the pipeline's overhead alone. The pipeline: `snakemake --profile profiles/local --cores CORES` on the two final
 BAMs (+ index, md5) in a fresh output directory, at the default config (8 chunks, 50 Mb regions,
 threads auto: on 2 cores 2 per map job, 1 per markdup job).
 
@@ -70,18 +74,26 @@ def lanes(data: Path) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
-def plain_script(sample: str, fastqs: list[tuple[str, str]], reference: Path, out: Path, cores: int) -> str:
-    """The sample's final BAM by the pipeline's tools in two commands (lanes read in order)."""
+def plain_script(sample: str, fastqs: list[tuple[str, str]], reference: Path, out: Path, cores: int,
+                 compression: str = "bammarkduplicates") -> str:
+    """The sample's final BAM by the pipeline's tools in two commands (lanes read in order);
+    compression: which tool compresses and indexes the final BAM."""
     reads = " ".join(f"<(zcat -f {' '.join(shlex.quote(pair[end]) for pair in fastqs)})" for end in (0, 1))
     read_group = f"@RG\\tID:{sample}\\tSM:{sample}\\tPL:ILLUMINA\\tLB:{sample}"
     work = shlex.quote(str(out / sample))
+    final = f"{sample}.markdup.bam"
+    marking = f"bammarkduplicates I=sorted.bam M=metrics.txt markthreads={cores} tmpfile=markdup"
+    if compression == "samtools":
+        marking += (f" level=0 2>markdup.log | samtools view --no-PG -@ {cores} -O bam,level=6 --write-index"
+                    f" -o {final}##idx##{final}.bai 2>samtools.log")
+    else:
+        marking += f" O={final} index=1 indexfilename={final}.bai 2>markdup.log"
     return (
         f"mkdir -p {work} && cd {work} && "
         f"bwa mem -t {cores} -K 10000000 -T 0 -R '{read_group}' {shlex.quote(str(reference))} {reads} 2>bwa.log"
         f" | bamsort SO=coordinate inputformat=sam level=1 inputthreads={cores} outputthreads={cores}"
         f" sortthreads={cores} tmpfile=bamsort >sorted.bam 2>bamsort.log"
-        f" && bammarkduplicates I=sorted.bam O={sample}.markdup.bam M=metrics.txt markthreads={cores}"
-        f" index=1 indexfilename={sample}.markdup.bam.bai tmpfile=markdup 2>markdup.log && rm sorted.bam"
+        f" && {marking} && rm sorted.bam"
     )
 
 
@@ -193,6 +205,8 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--stage", nargs="+", choices=("bam", "mutation"), default=["bam", "mutation"])
     parser.add_argument("--rounds", type=int, default=1, help="measurements of each side, alternating")
+    parser.add_argument("--script-compression", choices=("bammarkduplicates", "samtools"), default="bammarkduplicates",
+                        help="the tool that compresses and indexes the script's final BAMs [bammarkduplicates]")
     args = parser.parse_args()
     work = Path(args.workdir or REPO / ".test" / args.preset).resolve()
     data = work / "data"
@@ -217,7 +231,8 @@ def main() -> None:
             return snakemake(config, args.cores, targets, env)
 
         rounds("bam", args.rounds,
-               lambda: sum(run(plain_script(s, sample_lanes[s], reference, script_out, args.cores)) for s in SAMPLES),
+               lambda: sum(run(plain_script(s, sample_lanes[s], reference, script_out, args.cores, args.script_compression))
+                           for s in SAMPLES),
                bam_pipeline)
 
     if "mutation" in args.stage:

@@ -111,7 +111,7 @@ def pipeline_region(pieces, out_bam, tmp):
     run(
         f"samtools cat -o - {' '.join(map(str, pieces))} "
         f"| bamsort SO=coordinate inputformat=bam level=0 tmpfile={tmp}/bs "
-        f"| bammarkduplicates M={out_bam}.metrics rewritebam=1 rewritebamlevel=0 level=0 tmpfile={tmp}/md "
+        f"| bammarkduplicates M={out_bam}.metrics rewritebam=2 level=0 tmpfile={tmp}/md "
         f"| samtools view --no-PG -@ 2 -O bam,level=6 --write-index -o {out_bam}##idx##{out_bam}.bai"
     )
 

@@ -110,7 +110,7 @@ def test_merging_sorted_pieces_marks_the_bam_that_sorting_their_concatenation_ma
         (sorted_dir / "pieces.txt").write_text("".join(f"{tmp_path / 'unsorted' / p}\n" for p in pieces))
         # As the markdup rule does now, and as it did before the map jobs sorted the pieces.
         merged = markdup("bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge", merged_dir,
-                         "rewritebam=1 rewritebamlevel=0 level=0", "| samtools view --no-PG -@ 2 -O bam,level=6")
+                         "rewritebam=2 level=0", "| samtools view --no-PG -@ 2 -O bam,level=6")
         resorted = markdup("samtools cat -b pieces.txt -o - | bamsort SO=coordinate inputformat=bam level=1 "
                            "tmpfile=bamsort", sorted_dir)
         assert merged == resorted, region.name

@@ -1,6 +1,6 @@
 """Markdup: per sample and region, merge the region's coordinate-sorted pieces from all chunks
 with biobambam2 bammerge (the map jobs sorted them with bamsort), streamed into bammarkduplicates
-(which keeps an uncompressed copy of its input on the rule's temp tier), whose uncompressed
+(which keeps a copy of its uncompressed input on the rule's temp tier), whose uncompressed
 output samtools compresses and indexes.
 """
 
@@ -40,15 +40,15 @@ rule markdup:
         # biobambam2 cuts its O=, M= and I= values at whitespace however they are quoted: it
         # runs in the work directory with relative names and writes the BAM to stdout.
         # bammerge streams into bammarkduplicates' first pass (one thread; the merge takes the
-        # other core), which keeps its input as an uncompressed BAM (rewritebam=1, level 0; from
-        # its default snappy copy the second pass would read on one thread). The second pass
-        # writes uncompressed records that samtools compresses at zlib's default level 6 and
-        # indexes: the same records, with htslib's libdeflate a fifth less CPU than biobambam2's
-        # zlib and a 1 % smaller file (docs/benchmarks.md, session 18).
+        # other core), which keeps a byte copy of its input for the second pass (rewritebam=2:
+        # bammerge's output is uncompressed; its default snappy copy would be read on one
+        # thread). The second pass writes uncompressed records that samtools compresses at
+        # zlib's default level 6 and indexes: the same records, with htslib's libdeflate a fifth
+        # less CPU than biobambam2's zlib and a 1 % smaller file (docs/benchmarks.md, session 18).
         (
             cd "$work"
             bammerge IL=pieces.txt level=0 verbose=0 tmpfile=merge \
-                | bammarkduplicates M=metrics.txt markthreads=1 rewritebam=1 rewritebamlevel=0 level=0 tmpfile=markdup \
+                | bammarkduplicates M=metrics.txt markthreads=1 rewritebam=2 level=0 tmpfile=markdup \
                 | samtools view --no-PG -@ {params.compress_threads} -O bam,level=6 --write-index \
                     -o {output.bam:q}##idx##{output.bai:q}
         ) 2>{log:q}

@@ -75,6 +75,22 @@ def test_a_missing_tool_is_named_with_its_group_rules_and_sources():
     assert "map: samtools = /x/samtools (module load bwa/0.7.17 samtools)" in found
 
 
+def test_a_failed_load_is_reported_with_what_it_said_and_tools_found_anyway_come_from_path():
+    def probe(script):
+        if "module load biobambam2/9.9" not in script:  # the other groups: found on PATH
+            return "\n".join(f"found {t} /usr/bin/{t}" for t in re.findall(r"command -v (\S+)\)", script))
+        return (f"{tool_check.MODULE_ERROR} Lmod has detected the following error:\n{tool_check.MODULE_ERROR} \n"
+                f"{tool_check.MODULE_ERROR}   \"biobambam2/9.9\" is unknown\n{tool_check.MODULE_FAILED}\n"
+                "found bammerge /usr/bin/bammerge\nfound bammarkduplicates /usr/bin/bammarkduplicates\n"
+                "found samtools /usr/bin/samtools\n")
+
+    found, problems = tool_check.check({"markdup": ["biobambam2/9.9"]}, probe=probe)
+    assert "markdup: samtools = /usr/bin/samtools (from PATH: the module load failed)" in found
+    assert not any("(module load biobambam2/9.9)" in line for line in found)
+    failed = [p for p in problems if "`module load biobambam2/9.9` failed" in p]
+    assert failed and 'saying: Lmod has detected the following error:; "biobambam2/9.9" is unknown.' in failed[0]
+
+
 def test_the_probe_loads_the_modules_before_looking():
     script = tool_check.probe_script(("bwa",), ["bwa/0.7.17"])
     assert script.index("module load bwa/0.7.17") < script.index("command -v bwa")
@@ -124,5 +140,7 @@ def test_the_check_loads_real_lmod_modules(tmp_path):
     assert not any("bwa" in p.split("(")[0] for p in problems)
 
     _, problems = tool_check.check({"map": ["bwa/9.9"]}, probe=probe)
-    assert any("`module load bwa/9.9` failed" in p for p in problems)
+    # Lmod's own words come with the message.
+    assert any("`module load bwa/9.9` failed" in p and "unknown" in p and "bwa/9.9" in p.split("saying:")[1]
+               for p in problems if "saying:" in p), problems
     assert os.environ.get("MODULEPATH") != str(modulepath)  # the host's own environment untouched

@@ -58,6 +58,7 @@ SOURCES = {
 }
 
 MODULE_FAILED = "module-load-failed"
+MODULE_ERROR = "module-error"  # prefix of each line the failed load printed
 
 
 def module_names(value) -> list[str]:
@@ -69,12 +70,16 @@ def module_names(value) -> list[str]:
 
 def probe_script(tools: tuple[str, ...], modules: list[str]) -> str:
     """A bash script that loads `modules` (as Snakemake's --sdm env-modules does) and prints
-    `found TOOL PATH` or `missing TOOL` for each tool; MODULE_FAILED first if the load failed."""
+    `found TOOL PATH` or `missing TOOL` for each tool; MODULE_FAILED if the load failed, and
+    each line the load printed after MODULE_ERROR."""
     lines = []
     if modules:
         lines.append(
-            f"module purge >/dev/null 2>&1; module load {' '.join(map(shlex.quote, modules))} >/dev/null 2>&1"
-            f" || echo {MODULE_FAILED}"
+            # The load runs in this shell (a command substitution's subshell would lose what it
+            # sets); what it says is passed on, marked, whether or not it fails (the marking sed
+            # is started before stdout goes to /dev/null, so it writes to the probe's stdout).
+            f"module purge >/dev/null 2>&1; module load {' '.join(map(shlex.quote, modules))}"
+            f" 2> >(sed 's/^/{MODULE_ERROR} /') >/dev/null || echo {MODULE_FAILED}"
         )
     for tool in tools:
         lines.append(
@@ -89,19 +94,23 @@ class Probe:
     found: dict[str, str]
     missing: list[str]
     module_failed: bool
+    module_error: tuple[str, ...] = ()  # what the load printed, blank lines left out
 
 
 def parse_probe(text: str) -> Probe:
-    found, missing, failed = {}, [], False
+    found, missing, failed, said = {}, [], False, []
     for line in text.splitlines():
         words = line.split(maxsplit=2)
-        if words == [MODULE_FAILED]:
+        if line.startswith(f"{MODULE_ERROR} "):
+            if stripped := line[len(MODULE_ERROR) + 1 :].strip():
+                said.append(stripped)
+        elif words == [MODULE_FAILED]:
             failed = True
         elif len(words) == 3 and words[0] == "found":
             found[words[1]] = words[2]
         elif len(words) == 2 and words[0] == "missing":
             missing.append(words[1])
-    return Probe(found, missing, failed)
+    return Probe(found, missing, failed, tuple(said))
 
 
 def run_probe(script: str) -> str:
@@ -131,15 +140,20 @@ def check(envmodules: dict, probe=run_probe) -> tuple[list[str], list[str]]:
         modules = module_names(envmodules.get(group))
         result = parse_probe(probe(probe_script(tools, modules)))
         if result.module_failed:
+            said = "; ".join(result.module_error[:3])
             problems.append(
-                f"tool group '{group}': `module load {' '.join(modules)}` failed (config envmodules.{group}): "
-                "is the module system set up in this shell (Lmod: source its init/bash; Environment "
+                f"tool group '{group}': `module load {' '.join(modules)}` failed (config envmodules.{group})"
+                + (f", saying: {said}" if said else "")
+                + ". Is the module system set up in this shell (Lmod: source its init/bash; Environment "
                 "Modules: init/bash), is MODULEPATH right (`module use DIR`), and do the names match "
                 "`module avail`?"
             )
         for tool in tools:
             if tool in result.found:
-                via = f" (module load {' '.join(modules)})" if modules else ""
+                if result.module_failed:
+                    via = " (from PATH: the module load failed)"
+                else:
+                    via = f" (module load {' '.join(modules)})" if modules else ""
                 found_lines.append(f"{group}: {tool} = {result.found[tool]}{via}")
             else:
                 problems.append(how_to_get(tool, group, modules))

@@ -12,9 +12,10 @@ way: bammarkduplicates compresses and indexes the final BAM at its default level
 uses the same tools but compresses its region pieces and final BAMs with samtools (htslib's
 libdeflate) at the same levels; `--script-compression samtools` gives the script the pipeline's
 final compression too (`bammarkduplicates level=0 | samtools view -O bam,level=6 --write-index`),
-so that the ratio counts the pipeline's overhead alone. The pipeline: `snakemake --profile profiles/local --cores CORES` on the two final
-BAMs (+ index, md5) in a fresh output directory, at the default config (8 chunks, 50 Mb regions,
-threads auto: on 2 cores 2 per map job, 1 per markdup job).
+so that the ratio counts the pipeline's overhead alone. The pipeline: `snakemake --profile
+profiles/local --cores CORES` on the two final BAMs (+ index, md5) in a fresh output directory,
+at the default config (8 chunks, 50 Mb regions, threads auto: on 2 cores 2 per map job, 1 per
+markdup job).
 
 mutation: on the pipeline's BAMs, the mutation stage (snakemake on the tumor's result files: fisher,
 the filters, EBFilter against the panel, mutil, the VCFs) against a bare `samtools mpileup` of

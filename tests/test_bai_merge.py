@@ -4,7 +4,8 @@ Real data made in tmp: random-sequence reference, wgsim reads plus unmapped pair
 pairs (placed unmapped reads) and exact duplicates; `bwa mem`; split by region with pysam; each
 region built as the markdup rule does (biobambam2 bammarkduplicates' uncompressed output
 compressed and indexed by `samtools view --write-index`), as it did before (bammarkduplicates
-index=1), or by htslib (`samtools sort` + `samtools index`); `samtools cat`; then queries compared record by record.
+index=1), or by htslib (`samtools sort` + `samtools index`); `samtools cat`; then queries
+compared record by record.
 """
 
 import os

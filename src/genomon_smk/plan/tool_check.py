@@ -58,7 +58,7 @@ SOURCES = {
 }
 
 MODULE_FAILED = "module-load-failed"
-MODULE_ERROR = "module-error"  # prefix of each line the failed load printed
+MODULE_ERROR = "module-error"  # prefix of each line the load printed
 
 
 def module_names(value) -> list[str]:

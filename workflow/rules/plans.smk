@@ -135,13 +135,6 @@ def sv_bam_bytes(member):
     return file_bytes(sample_reads(member)) * FASTQ_PER_GZ * BAM_PER_FASTQ
 
 
-# Mapped samples whose final BAM is complete (merge_bam writes its .md5 last): a rerun that adds
-# pairs or retunes a later stage makes none of their BAM stage's temporaries again.
-MAPPED_BEFORE = {
-    sample for sample in MAPPED_SAMPLES if os.path.exists(final_bam(sample, ".md5"))
-}
-
-
 def storage_plan():
     """Print the storage plan (main process only) and refuse one that exceeds a tier's capacity;
     the planned peak bytes of each tier (a failed job names a full tier with it)."""
@@ -149,10 +142,15 @@ def storage_plan():
         tier: (parse_size(limit) if limit is not None else None)
         for tier, limit in config["storage"]["capacity"].items()
     }
+    # Mapped samples whose final BAM is complete (merge_bam writes its .md5 last): a rerun that
+    # adds pairs or retunes a later stage makes none of their BAM stage's temporaries again.
+    mapped_before = {
+        sample for sample in MAPPED_SAMPLES if os.path.exists(final_bam(sample, ".md5"))
+    }
     uses = setup_uses(SETUP_SIZES)
     for sample in MAPPED_SAMPLES:
         reads = sample_reads(sample)
-        made = sample in MAPPED_BEFORE
+        made = sample in mapped_before
         uses += sample_uses(file_bytes(reads), COHORT_SHAPE, RULE_TIERS, made)
         if sample in COHORT.bam_sources and not made:
             uses += conversion_uses(file_bytes(reads), RULE_TIERS)
@@ -167,9 +165,9 @@ def storage_plan():
     peak = peaks(uses, reference_bytes)
     if MAIN_PROCESS:
         print(plan_table(uses, peak, capacity, TIER_PATHS), file=sys.stderr)
-        if MAPPED_BEFORE:
+        if mapped_before:
             print(
-                f"  ({len(MAPPED_BEFORE)} of {len(MAPPED_SAMPLES)} mapped sample(s) have their final BAM: "
+                f"  ({len(mapped_before)} of {len(MAPPED_SAMPLES)} mapped sample(s) have their final BAM: "
                 "counted with it only)",
                 file=sys.stderr,
             )
